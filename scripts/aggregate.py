@@ -1,0 +1,15 @@
+"""Snakemake entry point of rule `aggregate`: trial tables -> one experiment's statistics."""
+
+import json
+import sys
+
+import pandas as pd
+
+from matcond.stats import aggregate
+
+with open(snakemake.log[0], "w") as sys.stderr:
+    trials = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)
+    table = aggregate(trials, snakemake.wildcards.experiment, json.loads(snakemake.params.swept))
+    table.to_parquet(snakemake.output.parquet, index=False)
+    table.to_csv(snakemake.output.csv, index=False)
+    print(f"{len(snakemake.input)} trials -> {len(table)} rows", file=sys.stderr)

@@ -1,0 +1,179 @@
+"""The structural components of a weight matrix and their errors (paper §3.1).
+
+This module is the one place where the components are defined; the README repeats the
+definitions. Everything is computed in float64 with numpy, whatever dtype the weights had.
+
+For a matrix W (m x n) with singular values s_1 >= ... >= s_q, q = min(m, n):
+
+- ``row_norms``: the vector (||W[i, :]||_2)_i;           error ||a - b|| / ||b||
+- ``col_norms``: the vector (||W[:, j]||_2)_j;           error ||a - b|| / ||b||
+- ``singular_values``: the vector (s_1, ..., s_q);       error ||a - b|| / ||b||
+- ``condition_number``: s_1 / s_q, and ``inf`` when W is numerically rank deficient
+  (s_q <= rank_rtol * s_1);                               error |a - b| / |b|
+- ``pseudo_condition_number``: s_1 / s_r with r the numerical rank (the smallest singular
+  value above rank_rtol * s_1);                           error |a - b| / |b|
+- ``log_condition_number``: log(condition_number);       error |a - b| (absolute)
+- ``effective_rank_t{t}``: #{i : s_i > t * s_1} for every threshold t;  error |a - b| / |b|
+- ``spectral_gap``: (s_1 - s_2) / s_1 (NaN when q = 1); error |a - b| / |b|
+- ``frobenius_norm``: ||W||_F;                           error |a - b| / |b|
+- ``overall``: the matrix itself;                        error ||W - W*||_F / ||W*||_F
+
+Conventions for non-finite values: a relative error against an infinite or NaN target is NaN
+(not comparable); a relative error against a zero target is inf unless both are zero (then 0).
+Aggregation counts such values as non-finite and leaves them out of means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+VECTOR_COMPONENTS = ("row_norms", "col_norms", "singular_values")
+
+
+@dataclass(frozen=True)
+class ComponentError:
+    """One component of one matrix compared with its target.
+
+    ``trained`` and ``target`` are the scalar values (NaN for vector components, whose
+    vectors are not stored in the tidy tables).
+    """
+
+    component: str
+    trained: float
+    target: float
+    error: float
+
+
+def relative_error(a: np.ndarray | float, b: np.ndarray | float) -> float:
+    """||a - b|| / ||b|| (Euclidean / absolute value); NaN if b is not finite."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if not np.all(np.isfinite(b)):
+        return float("nan")
+    num = float(np.linalg.norm(np.ravel(a - b)))
+    den = float(np.linalg.norm(np.ravel(b)))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else float("inf")
+    return num / den
+
+
+def singular_values(w: np.ndarray) -> np.ndarray:
+    """Singular values of ``w`` in float64, descending."""
+    return np.linalg.svd(np.asarray(w, dtype=np.float64), compute_uv=False)
+
+
+def numerical_rank(s: np.ndarray, rank_rtol: float) -> int:
+    """Number of singular values above ``rank_rtol * s_1`` (0 for the zero matrix)."""
+    if s.size == 0 or s[0] == 0.0:
+        return 0
+    return int(np.count_nonzero(s > rank_rtol * s[0]))
+
+
+def condition_number(s: np.ndarray, rank_rtol: float) -> float:
+    """s_1 / s_min, or inf when the matrix is numerically rank deficient."""
+    if s.size == 0 or numerical_rank(s, rank_rtol) < s.size:
+        return float("inf")
+    return float(s[0] / s[-1])
+
+
+def pseudo_condition_number(s: np.ndarray, rank_rtol: float) -> float:
+    """s_1 over the smallest singular value above ``rank_rtol * s_1`` (NaN for W = 0)."""
+    r = numerical_rank(s, rank_rtol)
+    if r == 0:
+        return float("nan")
+    return float(s[0] / s[r - 1])
+
+
+def effective_rank(s: np.ndarray, threshold: float) -> int:
+    """#{i : s_i > threshold * s_1} (the paper uses threshold 0.01)."""
+    if s.size == 0:
+        return 0
+    return int(np.count_nonzero(s > threshold * s[0]))
+
+
+def spectral_gap(s: np.ndarray) -> float:
+    """(s_1 - s_2) / s_1; NaN when there is no second singular value or W = 0."""
+    if s.size < 2 or s[0] == 0.0:
+        return float("nan")
+    return float((s[0] - s[1]) / s[0])
+
+
+def _log(x: float) -> float:
+    return float(np.log(x)) if x > 0 else float("nan")
+
+
+def component_names(effective_rank_thresholds: Sequence[float]) -> list[str]:
+    """Names of the components, in the order :func:`compare` returns them."""
+    return [
+        "row_norms",
+        "col_norms",
+        "singular_values",
+        "condition_number",
+        "pseudo_condition_number",
+        "log_condition_number",
+        *(f"effective_rank_t{t:g}" for t in effective_rank_thresholds),
+        "spectral_gap",
+        "frobenius_norm",
+        "overall",
+    ]
+
+
+def compare(
+    trained: np.ndarray,
+    target: np.ndarray,
+    *,
+    effective_rank_thresholds: Sequence[float] = (0.01,),
+    rank_rtol: float = 1e-10,
+) -> list[ComponentError]:
+    """Every component of ``trained`` against the same component of ``target``."""
+    w = np.asarray(trained, dtype=np.float64)
+    t = np.asarray(target, dtype=np.float64)
+    if w.shape != t.shape or w.ndim != 2:
+        raise ValueError(f"need two matrices of one shape, got {w.shape} and {t.shape}")
+    nan = float("nan")
+    if not np.all(np.isfinite(w)):  # a diverged run: nothing is comparable
+        return [
+            ComponentError(name, nan, nan, nan)
+            for name in component_names(effective_rank_thresholds)
+        ]
+    sw, st = singular_values(w), singular_values(t)
+
+    def scalar(name: str, a: float, b: float) -> ComponentError:
+        return ComponentError(name, a, b, relative_error(a, b))
+
+    kw, kt = condition_number(sw, rank_rtol), condition_number(st, rank_rtol)
+    log_kw, log_kt = _log(kw), _log(kt)
+    log_err = abs(log_kw - log_kt) if np.isfinite(log_kt) else nan
+    out = [
+        ComponentError(
+            "row_norms",
+            nan,
+            nan,
+            relative_error(np.linalg.norm(w, axis=1), np.linalg.norm(t, axis=1)),
+        ),
+        ComponentError(
+            "col_norms",
+            nan,
+            nan,
+            relative_error(np.linalg.norm(w, axis=0), np.linalg.norm(t, axis=0)),
+        ),
+        ComponentError("singular_values", nan, nan, relative_error(sw, st)),
+        scalar("condition_number", kw, kt),
+        scalar(
+            "pseudo_condition_number",
+            pseudo_condition_number(sw, rank_rtol),
+            pseudo_condition_number(st, rank_rtol),
+        ),
+        ComponentError("log_condition_number", log_kw, log_kt, log_err),
+        *(
+            scalar(f"effective_rank_t{thr:g}", effective_rank(sw, thr), effective_rank(st, thr))
+            for thr in effective_rank_thresholds
+        ),
+        scalar("spectral_gap", spectral_gap(sw), spectral_gap(st)),
+        scalar("frobenius_norm", float(np.linalg.norm(w)), float(np.linalg.norm(t))),
+        ComponentError("overall", nan, nan, relative_error(w, t)),
+    ]
+    return out

@@ -1,0 +1,72 @@
+"""Validate a workflow config against the JSON schema and fill in its defaults.
+
+Light on purpose (json, yaml, jsonschema only): the Snakefile imports it at parse time.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message names the offending key."""
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """The config schema as a dict."""
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def _with_defaults(validator_class):
+    """A validator class that also writes each property's `default` into the instance."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": set_defaults})
+
+
+_FillingValidator = _with_defaults(Draft202012Validator)
+
+
+def _key_path(error) -> str:
+    return ".".join(str(p) for p in error.absolute_path) or "(top level)"
+
+
+def _message(error, prefix: str) -> str:
+    msg = f"{prefix}{_key_path(error)}: {error.message}"
+    if isinstance(error.instance, str) and error.validator in ("type", "exclusiveMinimum"):
+        msg += " (YAML reads 1e-3 as a string: write 1.0e-3)"
+    if error.validator == "enum":
+        msg += f"; allowed: {', '.join(map(str, error.validator_value))}"
+    return msg
+
+
+def raise_first_error(validator, instance, prefix: str = "config key ") -> None:
+    """Raise ConfigError for the first schema violation (the deepest, most specific one)."""
+    errors = sorted(
+        validator.iter_errors(instance), key=lambda e: (-len(e.absolute_path), e.message)
+    )
+    if errors:
+        raise ConfigError(_message(errors[0], prefix))
+
+
+def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return a validated deep copy of ``config`` with every default filled in."""
+    schema = load_schema() if schema is None else schema
+    filled = copy.deepcopy(dict(config))
+    raise_first_error(_FillingValidator(schema), filled)
+    return filled

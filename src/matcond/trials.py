@@ -1,0 +1,154 @@
+"""From a validated config to the list of training trials, their paths and their seeds.
+
+A trial is a dict of settings (see ``$defs/settings`` in the config schema) plus a seed. Its
+output path spells out every setting that defines it, so a researcher finds
+``linear/heterogeneous-s0.25/d128/adam-lr0.001-wd0/...`` without a lookup table, and a trial
+requested by two experiments has one path and is computed once. Pure Python: imported by the
+Snakefile at parse time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from matcond.config import ConfigError, load_schema, raise_first_error
+
+# Settings that only matter for one target structure.
+STRUCTURE_PARAMS = {
+    "heterogeneous": "row_log_std",
+    "low_rank": "rank",
+    "block_diagonal": "n_blocks",
+}
+_STRUCTURE_TAGS = {"row_log_std": "s", "rank": "r", "n_blocks": "b"}
+# Settings that change how a trial is analysed, not how it is trained: they reach the job
+# through its params (a change reruns it) but are not part of its path.
+ANALYSIS_SETTINGS = ("effective_rank_thresholds", "rank_rtol")
+
+
+def format_value(value: Any) -> str:
+    """A setting value as it appears in a path: 0.01 -> '0.01', 0.0 -> '0', 1e-05 -> '1e-05'."""
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One training run: its canonical settings (including ``seed``)."""
+
+    spec_json: str
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return json.loads(self.spec_json)
+
+    @property
+    def cell(self) -> str:
+        """The path of the trial's directory below results/trials (everything but the seed)."""
+        s = self.spec
+        structure_param = STRUCTURE_PARAMS[s["structure"]]
+        target = (
+            f"{s['structure']}-{_STRUCTURE_TAGS[structure_param]}{format_value(s[structure_param])}"
+        )
+        fmt = format_value
+        return "/".join(
+            [
+                s["model"],
+                target,
+                f"d{s['dim']}",
+                f"{s['optimizer']}-lr{fmt(s['lr'])}-wd{fmt(s['weight_decay'])}",
+                s["strategy"],
+                f"init{fmt(s['init_scale'])}-bs{s['batch_size']}-ep{s['epochs']}"
+                f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
+                f"-rec{s['record_every']}-{s['dtype']}",
+            ]
+        )
+
+    @property
+    def seed(self) -> int:
+        return self.spec["seed"]
+
+    @property
+    def path(self) -> str:
+        """Path of the trial's outputs below results/trials, without extension."""
+        return f"{self.cell}/seed{self.seed}"
+
+
+def canonical(spec: dict[str, Any]) -> dict[str, Any]:
+    """Drop the target parameters that do not apply to the spec's structure."""
+    unused = set(STRUCTURE_PARAMS.values()) - {STRUCTURE_PARAMS[spec["structure"]]}
+    return {k: v for k, v in spec.items() if k not in unused}
+
+
+def _seeds(value: int | list[int]) -> list[int]:
+    return list(range(value)) if isinstance(value, int) else list(value)
+
+
+def _check_semantics(spec: dict[str, Any], where: str) -> None:
+    if spec["structure"] == "low_rank" and spec["rank"] > spec["dim"]:
+        raise ConfigError(f"{where}: rank {spec['rank']} exceeds dim {spec['dim']}")
+    if spec["structure"] == "block_diagonal" and spec["n_blocks"] > spec["dim"]:
+        raise ConfigError(f"{where}: n_blocks {spec['n_blocks']} exceeds dim {spec['dim']}")
+    if spec["record_every"] > spec["epochs"]:
+        raise ConfigError(
+            f"{where}: record_every {spec['record_every']} exceeds epochs {spec['epochs']}"
+        )
+
+
+def experiment_trials(
+    name: str, experiment: dict[str, Any], defaults: dict[str, Any]
+) -> list[Trial]:
+    """Every trial of one experiment: settings x grid x variants x seeds."""
+    schema = load_schema()
+    validator = Draft202012Validator(schema["$defs"]["settings"])
+    where = f"experiments.{name}"
+    base = {**defaults, **experiment.get("settings", {})}
+    grid = experiment.get("grid", {})
+    grid_keys = list(grid)
+    variants = experiment.get("variants", [{}])
+    trials = []
+    for values in itertools.product(*(grid[k] for k in grid_keys)):
+        for variant in variants:
+            spec = {**base, **dict(zip(grid_keys, values, strict=True)), **variant}
+            raise_first_error(validator, spec, prefix=f"config key {where}: setting ")
+            _check_semantics(spec, where)
+            for seed in _seeds(experiment["seeds"]):
+                full = canonical({**spec, "seed": seed})
+                trials.append(Trial(json.dumps(full, sort_keys=True)))
+    return trials
+
+
+def swept_settings(experiment: dict[str, Any]) -> list[str]:
+    """The settings an experiment varies (its grid keys, then its variants' keys), in order."""
+    keys = list(experiment.get("grid", {}))
+    for variant in experiment.get("variants", []):
+        keys += [k for k in variant if k not in keys]
+    return keys
+
+
+def all_trials(config: dict[str, Any]) -> dict[str, list[Trial]]:
+    """Experiment name -> its trials, for a validated config.
+
+    Raises ConfigError if two trials share a path but differ in an analysis setting.
+    """
+    by_experiment = {
+        name: experiment_trials(name, exp, config["defaults"])
+        for name, exp in config["experiments"].items()
+    }
+    by_path: dict[str, tuple[str, Trial]] = {}
+    for name, trials in by_experiment.items():
+        for trial in trials:
+            seen = by_path.setdefault(trial.path, (name, trial))
+            if seen[1] != trial:
+                raise ConfigError(
+                    f"config keys experiments.{seen[0]} and experiments.{name} request the trial "
+                    f"{trial.path} with different analysis settings "
+                    f"({', '.join(ANALYSIS_SETTINGS)}): set those in `defaults` only"
+                )
+    return by_experiment

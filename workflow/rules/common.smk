@@ -1,0 +1,75 @@
+# Config validation, trial enumeration and the helpers every rule uses.
+import hashlib
+import json
+
+from matcond.config import ConfigError, validate_config
+from matcond.trials import all_trials, swept_settings
+
+try:
+    _validated = validate_config(config)
+    TRIALS = all_trials(_validated)
+except ConfigError as err:
+    raise WorkflowError(f"Invalid config: {err}") from None
+config.update(_validated)
+
+TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
+PACKAGE = Path(workflow.basedir) / "src" / "matcond"
+TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
+# Figures and the experiment whose table each one draws.
+FIGURES = {"fig1_dimension": "exp1_dimension", "fig2_optimizer": "exp2_optimizer"}
+
+
+wildcard_constraints:
+    trial=r".+/seed\d+",
+    experiment="|".join(TRIALS),
+    figure="|".join(FIGURES),
+
+
+def code_fingerprint(*modules):
+    """Hash of the package modules a rule's script uses: editing them reruns the rule."""
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update((PACKAGE / f"{module}.py").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def trial_spec(wildcards):
+    """The canonical JSON settings of the trial at results/trials/{trial}."""
+    return TRIAL_BY_PATH[wildcards.trial].spec_json
+
+
+def train_mem_mb(wildcards):
+    """Peak memory of a training job: torch itself plus a few copies of the matrices."""
+    dim = TRIAL_BY_PATH[wildcards.trial].spec["dim"]
+    return 1000 + 64 * dim * dim // 1_000_000
+
+
+def train_runtime(wildcards):
+    """Minutes a training job may take (generous: most take seconds on a CPU)."""
+    spec = TRIAL_BY_PATH[wildcards.trial].spec
+    steps = spec["epochs"] * spec["steps_per_epoch"]
+    return 5 + steps * spec["dim"] ** 2 // 50_000_000
+
+
+def experiment_trial_tables(wildcards):
+    """The trial tables an experiment's aggregate reads."""
+    return [f"results/trials/{t.path}.parquet" for t in TRIALS[wildcards.experiment]]
+
+
+def swept_json(wildcards):
+    """The settings an experiment varies, as JSON (its table's grouping columns)."""
+    return json.dumps(swept_settings(config["experiments"][wildcards.experiment]))
+
+
+def figure_table(wildcards):
+    return f"results/tables/{FIGURES[wildcards.figure]}.parquet"
+
+
+def all_targets():
+    """Every table of the config's experiments and every figure whose experiment is configured."""
+    tables = expand(
+        "results/tables/{experiment}.{ext}", experiment=TRIALS, ext=["parquet", "csv"]
+    )
+    drawn = [name for name, experiment in FIGURES.items() if experiment in TRIALS]
+    figures = expand("results/figures/{figure}.{ext}", figure=drawn, ext=["png", "pdf"])
+    return tables + figures
