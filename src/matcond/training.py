@@ -85,7 +85,7 @@ def train_linear(
     data_gen = torch.Generator().manual_seed(stream_seed(spec["seed"], DATA_STREAM))
     init_gen = torch.Generator().manual_seed(stream_seed(spec["seed"], INIT_STREAM))
     w0 = spec["init_scale"] * torch.randn(out_dim, in_dim, generator=init_gen, dtype=dtype)
-    weight = torch.nn.Parameter(w0.to(device))
+    weight = torch.nn.Parameter(w0.clone().to(device))
     w_star = torch.as_tensor(target, dtype=dtype, device=device)
     optimizer = make_optimizer(spec["optimizer"], [weight], spec["lr"], spec["weight_decay"])
     recorded = set(record_epochs(spec["epochs"], spec["record_every"]))

@@ -125,11 +125,14 @@ def experiment_trials(
 
 
 def swept_settings(experiment: dict[str, Any]) -> list[str]:
-    """The settings an experiment varies (its grid keys, then its variants' keys), in order."""
-    keys = list(experiment.get("grid", {}))
+    """The settings an experiment varies (its grid and variant keys), sorted.
+
+    Sorted so that reordering keys in the YAML changes neither the table nor the rerun state.
+    """
+    keys = set(experiment.get("grid", {}))
     for variant in experiment.get("variants", []):
-        keys += [k for k in variant if k not in keys]
-    return keys
+        keys |= set(variant)
+    return sorted(keys)
 
 
 def all_trials(config: dict[str, Any]) -> dict[str, list[Trial]]:

@@ -1,0 +1,131 @@
+"""Components against independent float64 references (numpy / scipy) on small matrices."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from matcond.components import compare, component_names, relative_error
+
+THRESHOLDS = (0.001, 0.01, 0.1)
+
+
+def reference(w: np.ndarray, t: np.ndarray, rtol: float) -> dict[str, float]:
+    """The errors, computed independently of matcond (scipy SVD, numpy norms, matrix_rank)."""
+    sw, st = scipy.linalg.svdvals(w), scipy.linalg.svdvals(t)
+
+    def kappa(m, s):
+        full = np.linalg.matrix_rank(m, tol=rtol * s[0]) == min(m.shape)
+        return s[0] / s[-1] if full else math.inf
+
+    def pseudo(m, s):
+        return s[0] / s[np.linalg.matrix_rank(m, tol=rtol * s[0]) - 1]
+
+    def rel(a, b):
+        return (
+            np.linalg.norm(np.subtract(a, b)) / np.linalg.norm(b)
+            if np.all(np.isfinite(b))
+            else math.nan
+        )
+
+    ref = {
+        "row_norms": rel(np.sqrt((w**2).sum(1)), np.sqrt((t**2).sum(1))),
+        "col_norms": rel(np.sqrt((w**2).sum(0)), np.sqrt((t**2).sum(0))),
+        "singular_values": rel(sw, st),
+        "condition_number": rel(kappa(w, sw), kappa(t, st)),
+        "pseudo_condition_number": rel(pseudo(w, sw), pseudo(t, st)),
+        "log_condition_number": abs(math.log(kappa(w, sw)) - math.log(kappa(t, st)))
+        if math.isfinite(kappa(t, st))
+        else math.nan,
+        "frobenius_norm": rel(np.sqrt((w**2).sum()), np.sqrt((t**2).sum())),
+        "overall": np.sqrt(((w - t) ** 2).sum()) / np.sqrt((t**2).sum()),
+        "spectral_gap": rel((sw[0] - sw[1]) / sw[0], (st[0] - st[1]) / st[0])
+        if len(sw) > 1
+        else math.nan,
+    }
+    for thr in THRESHOLDS:
+        ref[f"effective_rank_t{thr:g}"] = rel(np.sum(sw > thr * sw[0]), np.sum(st > thr * st[0]))
+    return ref
+
+
+def errors(w, t, rtol=1e-10):
+    return {
+        c.component: c.error
+        for c in compare(w, t, effective_rank_thresholds=THRESHOLDS, rank_rtol=rtol)
+    }
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 5), (5, 1), (3, 7), (7, 3), (6, 6)])
+def test_matches_reference_on_random_matrices(shape):
+    rng = np.random.default_rng(sum(shape))
+    t = rng.standard_normal(shape)
+    w = t + 0.3 * rng.standard_normal(shape)
+    got, ref = errors(w, t), reference(w, t, 1e-10)
+    assert set(got) == set(ref)
+    for name in ref:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-10, equal_nan=True, err_msg=name)
+
+
+def test_rank_deficient_target_has_infinite_kappa_and_finite_pseudo_kappa():
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 6))  # rank 2
+    w = t + 0.01 * rng.standard_normal((6, 6))
+    comps = {c.component: c for c in compare(w, t, rank_rtol=1e-10)}
+    assert comps["condition_number"].target == math.inf
+    assert math.isfinite(comps["condition_number"].trained)
+    assert math.isnan(comps["condition_number"].error)  # not comparable against an infinite target
+    assert math.isnan(comps["log_condition_number"].error)
+    s = scipy.linalg.svdvals(t)
+    assert comps["pseudo_condition_number"].target == pytest.approx(s[0] / s[1], rel=1e-12)
+    ref = reference(w, t, 1e-10)
+    assert comps["pseudo_condition_number"].error == pytest.approx(
+        ref["pseudo_condition_number"], rel=1e-10
+    )
+
+
+def test_rank_deficient_trained_matrix_gives_infinite_errors():
+    t = np.diag([3.0, 2.0, 1.0])
+    w = np.diag([3.0, 2.0, 0.0])
+    comps = {c.component: c for c in compare(w, t)}
+    assert comps["condition_number"].trained == math.inf
+    assert comps["condition_number"].error == math.inf
+    assert comps["pseudo_condition_number"].trained == pytest.approx(1.5)
+    assert comps["log_condition_number"].error == math.inf
+
+
+def test_closed_forms_on_a_diagonal_matrix():
+    t = np.diag([4.0, 2.0, 1.0])
+    w = np.diag([4.0, 2.0, 0.5])
+    got = {c.component: c for c in compare(w, t, effective_rank_thresholds=(0.2,))}
+    assert got["condition_number"].trained == pytest.approx(8.0)
+    assert got["condition_number"].error == pytest.approx(1.0)  # |8 - 4| / 4
+    assert got["log_condition_number"].error == pytest.approx(math.log(2.0))
+    assert got["spectral_gap"].target == pytest.approx(0.5)
+    assert got["effective_rank_t0.2"].trained == 2.0  # 0.5 is not above 0.2 * 4
+    assert got["singular_values"].error == pytest.approx(0.5 / math.sqrt(21))
+
+
+def test_identical_matrices_have_zero_error():
+    t = np.random.default_rng(1).standard_normal((4, 4))
+    assert all(c.error == 0.0 for c in compare(t.copy(), t))
+
+
+def test_diverged_weights_give_nan_everywhere():
+    t = np.eye(3)
+    w = np.full((3, 3), np.nan)
+    comps = compare(w, t, effective_rank_thresholds=THRESHOLDS)
+    assert [c.component for c in comps] == component_names(THRESHOLDS)
+    assert all(math.isnan(c.error) for c in comps)
+
+
+def test_relative_error_edge_cases():
+    assert relative_error(0.0, 0.0) == 0.0
+    assert relative_error(1.0, 0.0) == math.inf
+    assert math.isnan(relative_error(1.0, math.inf))
+    assert relative_error([3.0, 4.0], [0.0, 5.0]) == pytest.approx(math.sqrt(10) / 5)
+
+
+def test_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="one shape"):
+        compare(np.eye(2), np.eye(3))

@@ -1,0 +1,110 @@
+"""The online-regression trainer against closed forms of its expected trajectory."""
+
+import numpy as np
+import pytest
+import torch
+
+from matcond.run import run_trial
+from matcond.targets import make_target
+from matcond.training import DeviceUnavailableError, record_epochs, resolve_device, train_linear
+
+CPU = torch.device("cpu")
+
+
+def final_weight(target, spec):
+    return train_linear(target, spec, CPU, lambda *args: None).final
+
+
+def test_sgd_from_zero_init_follows_one_minus_lr_to_the_t(spec):
+    """E[W_t] - W* = (1 - lr)^t (W_0 - W*); with d << batch the fluctuation is below 1 %."""
+    lr, steps, trials = 0.01, 200, 8
+    errors = []
+    for seed in range(trials):
+        s = {**spec, "dim": 6, "batch_size": 256, "lr": lr, "epochs": steps, "init_scale": 0.0}
+        s.update(noise_std=0.0, dtype="float64", seed=seed)
+        target = make_target(s)
+        w = final_weight(target, s)
+        errors.append(np.linalg.norm(w - target) / np.linalg.norm(target))
+    assert np.mean(errors) == pytest.approx((1 - lr) ** steps, rel=0.02)
+
+
+def test_steps_per_epoch_multiplies_the_steps(spec):
+    s = {**spec, "init_scale": 0.0, "noise_std": 0.0, "dtype": "float64", "batch_size": 256}
+    target = make_target(s)
+    one = final_weight(target, {**s, "epochs": 100, "steps_per_epoch": 2})
+    err = np.linalg.norm(one - target) / np.linalg.norm(target)
+    assert err == pytest.approx(0.99**200, rel=0.05)
+
+
+def test_weight_decay_shrinks_the_fixed_point(spec):
+    """SGD with L2 decay lam converges to W* / (1 + lam) (here, with many steps and no noise)."""
+    lam = 0.5
+    s = {
+        **spec,
+        "weight_decay": lam,
+        "lr": 0.1,
+        "epochs": 400,
+        "noise_std": 0.0,
+        "dtype": "float64",
+    }
+    s["batch_size"] = 512
+    target = make_target(s)
+    w = final_weight(target, s)
+    np.testing.assert_allclose(w, target / (1 + lam), atol=0.02 * np.abs(target).max())
+
+
+def test_adam_first_step_moves_every_entry_by_the_learning_rate(spec):
+    """Adam's bias-corrected first step is lr * g / (|g| + eps): every entry moves by ~lr."""
+    s = {
+        **spec,
+        "optimizer": "adam",
+        "lr": 1e-3,
+        "epochs": 1,
+        "init_scale": 0.0,
+        "dtype": "float64",
+    }
+    w = final_weight(make_target(s), s)
+    np.testing.assert_allclose(np.abs(w), 1e-3, rtol=1e-4)
+    sgd = final_weight(make_target(s), {**s, "optimizer": "sgd"})
+    assert not np.allclose(np.abs(sgd), np.abs(sgd).mean(), rtol=0.1)  # SGD steps are not uniform
+
+
+def test_divergence_stops_early_and_records_every_remaining_epoch(spec):
+    s = {**spec, "dim": 64, "lr": 50.0, "epochs": 50, "record_every": 10}
+    table, weights = run_trial(s, CPU)
+    assert table["diverged"].all()
+    first = int(table["diverged_epoch"].iloc[0])
+    assert 1 <= first < 50
+    assert sorted(table["epoch"].unique()) == sorted(set(record_epochs(50, 10)) | {first})
+    assert not np.isfinite(table.loc[table["epoch"] >= first, "loss"]).any()
+    before = table["epoch"].between(1, first - 1)
+    assert before.any() and np.isfinite(table.loc[before, "loss"]).all()
+
+
+def test_record_epochs():
+    assert record_epochs(200, 0) == [200]
+    assert record_epochs(10, 4) == [0, 4, 8, 10]
+
+
+def test_same_spec_is_bit_identical_and_seeds_differ(spec):
+    a, wa = run_trial(spec, CPU)
+    b, wb = run_trial(spec, CPU)
+    assert a.equals(b)
+    assert all(np.array_equal(wa[k], wb[k]) for k in wa)
+    c, _ = run_trial({**spec, "seed": 1}, CPU)
+    assert not np.array_equal(a["error"].to_numpy(), c["error"].to_numpy())
+
+
+def test_paired_arms_share_target_and_data(spec):
+    """SGD and Adam with one seed learn the same target (paired comparisons, review W10)."""
+    _, sgd = run_trial(spec, CPU)
+    _, adam = run_trial({**spec, "optimizer": "adam", "lr": 1e-3}, CPU)
+    np.testing.assert_array_equal(sgd["target"], adam["target"])
+    np.testing.assert_array_equal(sgd["initial"], adam["initial"])
+
+
+def test_cuda_request_without_gpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(DeviceUnavailableError, match="device is 'cuda'"):
+        resolve_device("cuda")

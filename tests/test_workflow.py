@@ -1,0 +1,171 @@
+"""End to end: the small config runs, outputs are as documented, and config edits rerun only
+what they change (read off the job list of `snakemake -n`)."""
+
+import filecmp
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from safetensors.numpy import load_file
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+TRIAL_COLUMNS = [
+    "epoch",
+    "component",
+    "trained",
+    "target",
+    "error",
+    "loss",
+    "diverged",
+    "diverged_epoch",
+]
+
+
+def snakemake(workdir: Path, *args: str, config: str = "config.yaml") -> str:
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        REPO / "Snakefile",
+        "--directory",
+        workdir,
+        "--configfile",
+        workdir / config,
+    ]
+    proc = subprocess.run([*map(str, cmd), "--cores", "2", *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def planned_jobs(workdir: Path, config: dict) -> list[tuple[str, str]]:
+    """(rule, first output) of every job a dry run with ``config`` would execute."""
+    (workdir / "edited.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake(workdir, "-n", config="edited.yaml")
+    blocks = re.split(r"^(?:local)?rule (\w+):$", out, flags=re.M)[1:]
+    jobs = []
+    for rule, body in zip(blocks[::2], blocks[1::2], strict=True):
+        output = re.search(r"^    output: ([^,\n]+)", body, flags=re.M)
+        jobs.append((rule, output.group(1) if output else ""))
+    return sorted(jobs)
+
+
+def downstream(jobs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [job for job in jobs if job[0] != "train"]
+
+
+def downstream_of(experiment: str, figure: str) -> list[tuple[str, str]]:
+    """The jobs that must follow new trials of ``experiment``: its table, its figure, `all`."""
+    return [
+        ("aggregate", f"results/tables/{experiment}.parquet"),
+        ("all", ""),
+        ("plot", f"results/figures/{figure}.png"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def small_config() -> dict:
+    return yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, small_config) -> Path:
+    workdir = tmp_path_factory.mktemp("run")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(small_config))
+    snakemake(workdir)
+    return workdir
+
+
+def trial_paths(workdir: Path) -> list[Path]:
+    return sorted((workdir / "results" / "trials").rglob("*.parquet"))
+
+
+def test_every_expected_output_exists(finished):
+    assert len(trial_paths(finished)) == 2 * 2 + 2  # exp1: 2 dims x 2 seeds; exp2 adds Adam x 2
+    for path in trial_paths(finished):
+        assert path.with_suffix(".safetensors").stat().st_size > 0
+    for name in ("exp1_dimension", "exp2_optimizer"):
+        for ext in ("parquet", "csv"):
+            assert (finished / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
+    for name in ("fig1_dimension", "fig2_optimizer"):
+        for ext in ("png", "pdf"):
+            assert (finished / "results" / "figures" / f"{name}.{ext}").stat().st_size > 1000
+
+
+def test_trial_table_schema(finished):
+    path = next(p for p in trial_paths(finished) if "adam" in str(p))
+    table = pd.read_parquet(path)
+    assert list(table.columns[-len(TRIAL_COLUMNS) :]) == TRIAL_COLUMNS
+    assert {"dim", "optimizer", "lr", "seed", "structure", "row_log_std"} <= set(table.columns)
+    assert table["optimizer"].unique().tolist() == ["adam"]
+    assert table["epoch"].unique().tolist() == [20]
+    assert table["error"].dtype == "float64" and table["diverged"].dtype == bool
+    weights = load_file(path.with_suffix(".safetensors"))
+    assert sorted(weights) == ["final", "initial", "target"]
+    assert weights["final"].shape == (8, 8)
+
+
+def test_experiment_table_schema(finished):
+    table = pd.read_parquet(finished / "results" / "tables" / "exp2_optimizer.parquet")
+    expected = [
+        "experiment",
+        "lr",
+        "optimizer",
+        "epoch",
+        "component",
+        "mean",
+        "std",
+        "ci_low",
+        "ci_high",
+    ]
+    assert list(table.columns[: len(expected)]) == expected
+    assert {"median", "q25", "q75", "n", "n_diverged", "n_nonfinite"} <= set(table.columns)
+    assert set(table["n"]) == {2}
+    assert len(table) == 2 * table["component"].nunique()
+
+
+def test_no_edit_schedules_nothing(finished, small_config):
+    assert planned_jobs(finished, small_config) == []
+
+
+def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, small_config):
+    config = yaml.safe_load(yaml.safe_dump(small_config))
+    config["experiments"]["exp1_dimension"]["grid"]["dim"].append(16)
+    jobs = planned_jobs(finished, config)
+    trained = [out for rule, out in jobs if rule == "train"]
+    assert len(trained) == 2 and all("/d16/" in out for out in trained)
+    assert downstream(jobs) == downstream_of("exp1_dimension", "fig1_dimension")
+
+
+def test_adding_seeds_runs_only_the_new_seeds(finished, small_config):
+    config = yaml.safe_load(yaml.safe_dump(small_config))
+    config["experiments"]["exp1_dimension"]["seeds"] = 3
+    jobs = planned_jobs(finished, config)
+    trained = [out for rule, out in jobs if rule == "train"]
+    assert len(trained) == 2 and all(out.endswith("/seed2.parquet") for out in trained)
+    assert downstream(jobs) == downstream_of("exp1_dimension", "fig1_dimension")
+
+
+def test_changing_adams_learning_rate_reruns_only_adam(finished, small_config):
+    config = yaml.safe_load(yaml.safe_dump(small_config))
+    config["experiments"]["exp2_optimizer"]["variants"][1]["lr"] = 0.002
+    jobs = planned_jobs(finished, config)
+    trained = [out for rule, out in jobs if rule == "train"]
+    assert len(trained) == 2 and all("/adam-lr0.002-" in out for out in trained)
+    assert downstream(jobs) == downstream_of("exp2_optimizer", "fig2_optimizer")
+
+
+def test_rerun_of_a_trial_is_bit_identical(finished, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(finished, copy, symlinks=True)
+    trial = trial_paths(copy)[0]
+    target = str(trial.relative_to(copy))
+    snakemake(copy, "--force", target, "--cores", "1")
+    assert trial.stat().st_mtime > (finished / target).stat().st_mtime
+    assert filecmp.cmp(trial, finished / target, shallow=False)
+    weights = trial.with_suffix(".safetensors")
+    assert filecmp.cmp(weights, finished / weights.relative_to(copy), shallow=False)
