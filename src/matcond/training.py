@@ -6,8 +6,9 @@ L(W) = 1/2 mean_batch ||W x - y||^2 (summed over outputs, averaged over the batc
 E[grad] = (W - W*) and plain SGD from W = 0 has E[W_t] = (1 - (1 - lr)^t) W*. An epoch is
 ``steps_per_epoch`` such steps (the paper's figures match one step per epoch).
 
-Optimizers are torch's SGD (no momentum) and Adam (betas 0.9/0.999, eps 1e-8); both take
-``weight_decay`` as an L2 term added to the gradient (for Adam that is coupled decay, not AdamW).
+Optimizers (matcond.optim) are SGD without momentum and Adam (betas 0.9/0.999, eps 1e-8),
+update for update as torch.optim's; both take ``weight_decay`` as an L2 term added to the
+gradient (for Adam that is coupled decay, not AdamW).
 All random draws happen on the CPU from the trial's own generators, so a trial's data are the
 same on every device.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from matcond.optim import make_optimizer
 from matcond.targets import DATA_STREAM, INIT_STREAM, stream_seed
 
 RecordFn = Callable[[int, np.ndarray, float], None]
@@ -60,15 +62,6 @@ def record_epochs(epochs: int, record_every: int) -> list[int]:
     return sorted(set(every) | {epochs})
 
 
-def make_optimizer(name: str, params, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    """torch SGD (no momentum) or Adam with the given learning rate and L2 weight decay."""
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay)
-    if name == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    raise ValueError(f"unknown optimizer {name!r}")
-
-
 def train_linear(
     target: np.ndarray, spec: dict, device: torch.device, on_record: RecordFn
 ) -> TrainingOutcome:
@@ -104,7 +97,7 @@ def train_linear(
             )
             x, eps = x.to(device), eps.to(device)
             loss = 0.5 * (x @ (weight - w_star).T - eps).square().sum(dim=1).mean()
-            optimizer.zero_grad(set_to_none=True)
+            weight.grad = None
             loss.backward()
             optimizer.step()
         loss_value = float(loss.detach())
