@@ -75,9 +75,10 @@ def main() -> None:
     jobs["overhead"] = jobs["wall"] - jobs["compute"]
     print(f"workdir: {workdir}")
     print(f"workflow wall time (--cores {args.cores}): {wall:.1f} s for {len(jobs)} training jobs")
+    median = jobs[["wall", "compute", "overhead"]].median()
     print(
-        f"training jobs, median s: wall {jobs['wall'].median():.2f}, compute {jobs['compute'].median():.2f}, "
-        f"overhead {jobs['overhead'].median():.2f}"
+        f"training jobs, median s: wall {median['wall']:.2f}, compute {median['compute']:.2f}, "
+        f"overhead {median['overhead']:.2f}"
     )
     total = jobs[["wall", "compute", "overhead"]].sum()
     print(

@@ -1,0 +1,27 @@
+"""The code stays formatted and `snakemake --lint` stays clean."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ruff", "check", "."],
+        ["ruff", "format", "--check", "."],
+        ["snakefmt", "--check", "Snakefile", "workflow"],
+        ["snakemake", "--lint"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_clean(command):
+    proc = subprocess.run(
+        [str(BIN / command[0]), *command[1:]], cwd=REPO, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
