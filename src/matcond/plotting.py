@@ -2,7 +2,7 @@
 
 Each figure function takes the experiment table and writes a PNG and a PDF. Errors span
 decades and can be exactly zero (effective rank), so error axes are symmetric-log: linear
-below 1e-4, logarithmic above. Every figure states n, the trials per point, in its title.
+below 1e-4, logarithmic above, starting at 0 (lower error bars are clipped at 0). Every figure states n, the trials per point, in its title.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def fig1_dimension(table: pd.DataFrame, png: str, pdf: str) -> None:
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("dimension d")
     ax.set_ylabel("relative error (mean ± 1 std)")
     ax.set_title(f"Component errors vs dimension ({_n_label(rows)})")
@@ -97,6 +98,7 @@ def fig2_optimizer(table: pd.DataFrame, png: str, pdf: str) -> None:
         )
     ax.set_xticks(x, list(PAPER_COMPONENTS.values()), rotation=30, ha="right")
     ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("relative error (mean ± 1 std)")
     ax.set_title(f"Optimizer comparison ({_n_label(rows)})")
     ax.legend()

@@ -4,7 +4,7 @@
 # Usage (as root):
 #   tests/slurm/cluster.sh install          # apt-get update + install the Debian packages (once)
 #   tests/slurm/cluster.sh up STATE_DIR     # start munged, mariadbd, slurmdbd, slurmctld, slurmd
-#   . STATE_DIR/env.sh                      # clients (sbatch, sacct, snakemake) need SLURM_CONF
+#   . STATE_DIR/env.sh                      # SLURM_CONF and PATH for clients (sbatch, snakemake)
 #   tests/slurm/cluster.sh down STATE_DIR   # stop every daemon by its PID file, wait for exit
 #   tests/slurm/cluster.sh status STATE_DIR # exit 0 if all daemons are alive
 #
@@ -16,12 +16,21 @@
 #                        the memory and one fake GPU `gpu:1`)
 #
 # Everything -- configs, keys, sockets, PID files, logs, spool, database -- lives under
-# STATE_DIR; nothing is written to /etc. STATE_DIR/env.sh exports SLURM_CONF (the only thing
-# a client needs: slurm.conf names the munge socket via AuthInfo) and TEST_SLURM_ACCOUNT,
-# TEST_SLURM_PARTITION, TEST_SLURM_STATE_DIR. The daemons find slurmdbd.conf, gres.conf and
-# plugstack.conf beside slurm.conf, and slurmdbd reaches mariadbd through MYSQL_UNIX_PORT.
-# The Debian packages create /etc/munge/munge.key and /etc/slurm/plugstack.conf* on install;
-# this script uses neither (its own key and plugstack.conf are under STATE_DIR).
+# STATE_DIR; nothing is written to /etc. STATE_DIR/env.sh exports SLURM_CONF, puts
+# STATE_DIR/bin first on PATH and sets TEST_SLURM_ACCOUNT, TEST_SLURM_PARTITION and
+# TEST_SLURM_STATE_DIR. STATE_DIR/bin holds wrappers of the client commands (srun, sbatch,
+# sacct ...) that pin SLURM_CONF: snakemake-executor-plugin-slurm-jobstep deletes every
+# SLURM_* variable before its nested `srun`, which would then look for /etc/slurm/slurm.conf
+# (the one place Slurm insists on in /etc); with the wrappers it finds ours.
+# How the pieces find each other without /etc:
+#   * slurmdbd.conf, gres.conf sit beside slurm.conf (Slurm looks there); PlugStackConfig
+#     points to an empty plugstack.conf of ours, not /etc/slurm/plugstack.conf.
+#   * munge socket: AuthInfo=socket=... (slurm.conf, slurmdbd.conf) and, for connections to
+#     slurmdbd, AccountingStoragePass=<socket> (Slurm ignores AuthInfo there).
+#   * mariadbd runs with --no-defaults on a socket only; slurmdbd finds it via
+#     MYSQL_UNIX_PORT (slurmdbd.conf has no socket option) and logs in as root (unix_socket).
+# The Debian packages themselves install /etc/munge/munge.key, /etc/slurm/plugstack.conf*,
+# /etc/mysql/* and init scripts; this script reads none of them (own key, own configs).
 #
 # Constraints:
 #   * root only (slurmd must run as root); munged runs as user `munge`, so every directory
@@ -35,8 +44,11 @@
 #     asking for --gpus=1 get CUDA_VISIBLE_DEVICES=0.
 # Daemons are never stopped by name: `down` reads each PID file, checks /proc/PID/comm,
 # sends SIGTERM (SIGKILL after the timeout) and waits for the process to be gone. It first
-# cancels the cluster's jobs so that no slurmstepd or job process is left behind.
+# cancels the cluster's jobs so that no slurmstepd or job process is left behind (if
+# slurmctld is already gone, running jobs cannot be cancelled and may survive slurmd).
 set -euo pipefail
+# System binaries only (never another cluster's STATE_DIR/bin wrappers).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 CLUSTER=matcond
 ACCOUNT=matcond
@@ -45,8 +57,15 @@ PORT_BASE=${SLURM_TEST_PORT:-16817}
 TIMEOUT=${SLURM_TEST_TIMEOUT:-60}
 PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server)
 MARKER=.slurm-test-cluster
+# Client commands wrapped in STATE_DIR/bin (see write_configs).
+CLIENTS=(sacct sacctmgr salloc sattach sbatch sbcast scancel scontrol sdiag sinfo sprio squeue
+	sreport srun sshare sstat strigger)
 # Daemon order for start-up; `down` goes in reverse.
 DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd)
+
+T_START=$EPOCHREALTIME
+# Seconds since a $EPOCHREALTIME value, to 0.1 s.
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 
 die() {
 	echo "cluster.sh: error: $*" >&2
@@ -72,13 +91,21 @@ pidfile_of() {
 	esac
 }
 
+# Whether PID exists and is not a zombie (PID 1 may not reap in a container).
+running() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[[ ${stat%% *} != Z ]]
+}
+
 # Print the PID in the daemon's PID file if that process is alive and has the right name.
 live_pid() {
 	local f pid comm
 	f=$(pidfile_of "$1")
 	[[ -s $f ]] || return 1
 	pid=$(tr -dc '0-9' <"$f")
-	[[ -n $pid ]] || return 1
+	[[ -n $pid ]] && running "$pid" || return 1
 	comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
 	[[ $comm == "$1" ]] || return 1
 	echo "$pid"
@@ -161,6 +188,7 @@ ReturnToService=2
 MinJobAge=300
 KillWait=5
 InactiveLimit=0
+DefMemPerCPU=512
 SlurmdTimeout=300
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
@@ -199,9 +227,21 @@ StorageLoc=slurm_acct_db
 EOF
 	)
 
+	# Client wrappers that pin SLURM_CONF: the slurm-jobstep plugin strips every SLURM_*
+	# variable (SLURM_CONF included) before its nested srun, which then looks for
+	# /etc/slurm/slurm.conf. With STATE_DIR/bin first on PATH, /etc stays untouched.
+	mkdir -p "$S/bin"
+	local c real
+	for c in "${CLIENTS[@]}"; do
+		real=$(command -v "$c") || continue
+		printf '#!/bin/sh\nSLURM_CONF=%s exec %s "$@"\n' "$SLURM_CONF_FILE" "$real" >"$S/bin/$c"
+		chmod 0755 "$S/bin/$c"
+	done
+
 	cat >"$S/env.sh" <<EOF
 # Source this to talk to the test cluster in $S.
 export SLURM_CONF=$SLURM_CONF_FILE
+export PATH=$S/bin:\$PATH
 export TEST_SLURM_ACCOUNT=$ACCOUNT
 export TEST_SLURM_PARTITION=$PARTITION
 export TEST_SLURM_STATE_DIR=$S
@@ -228,7 +268,7 @@ start_mariadbd() {
 	setsid mariadbd --no-defaults --datadir="$DB/data" --socket="$DB/mysqld.sock" \
 		--pid-file="$RUN/mariadbd.pid" --log-error="$LOGD/mariadbd.log" --user=root \
 		--skip-networking --skip-log-bin --innodb-buffer-pool-size=64M \
-		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
+		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --innodb-fast-shutdown=2 \
 		</dev/null >>"$LOGD/setup.log" 2>&1 &
 	wait_for "mariadbd" mariadb --no-defaults -S "$DB/mysqld.sock" -e 'select 1'
 	wait_for "mariadbd PID file" live_pid mariadbd
@@ -238,9 +278,11 @@ start_slurmdbd() {
 	SLURM_CONF=$SLURM_CONF_FILE MYSQL_UNIX_PORT=$DB/mysqld.sock slurmdbd \
 		</dev/null >>"$LOGD/setup.log" 2>&1
 	wait_for "slurmdbd" sl sacctmgr -n list cluster
-	sl sacctmgr -i add cluster "$CLUSTER" >>"$LOGD/setup.log"
-	sl sacctmgr -i add account "$ACCOUNT" Description=tests Organization=tests >>"$LOGD/setup.log"
-	sl sacctmgr -i add user root Account="$ACCOUNT" >>"$LOGD/setup.log"
+	{
+		sl sacctmgr -i add cluster "$CLUSTER"
+		sl sacctmgr -i add account "$ACCOUNT" Description=tests Organization=tests
+		sl sacctmgr -i add user root Account="$ACCOUNT"
+	} >>"$LOGD/setup.log"
 }
 
 start_slurm() {
@@ -256,14 +298,14 @@ node_idle() { [[ $(sl sinfo -h -n localhost -o %t) == idle ]]; }
 
 cmd_up() {
 	[[ $EUID -eq 0 ]] || die "up must run as root"
-	command -v slurmctld >/dev/null && command -v mariadbd >/dev/null &&
-		command -v munged >/dev/null && command -v slurmdbd >/dev/null ||
-		die "packages missing: run '$0 install'"
-	mkdir -p "$1"
 	local d
-	d=$(realpath "$1")
+	for d in munged mariadbd slurmdbd slurmctld slurmd sbatch; do
+		command -v "$d" >/dev/null || die "$d not found: run '$0 install'"
+	done
+	d=$(realpath -m "$1")
 	set_paths "$d"
 	((${#S} <= 60)) || die "STATE_DIR $S is longer than 60 characters (socket paths)"
+	mkdir -p "$S"
 	for d in "${DAEMONS[@]}"; do
 		if pid=$(live_pid "$d"); then
 			die "$d (pid $pid) of a cluster in $S is already running; run '$0 down $S' first"
@@ -272,8 +314,9 @@ cmd_up() {
 	if [[ -n $(ls -A "$S") ]]; then
 		[[ -e $S/$MARKER ]] || die "$S is not empty and was not made by this script"
 		# Left over from an earlier cluster that is no longer running: start afresh.
-		rm -rf "${S:?}"/{etc,run,log,munge,mysql,spool,dev,env.sh}
+		rm -rf "${S:?}"/{bin,etc,run,log,munge,mysql,spool,dev,env.sh}
 	fi
+	chmod 0755 "$S"
 	setpriv --reuid=munge --regid=munge --init-groups test -x "$S" ||
 		die "user munge cannot reach $S: every parent directory needs o+x"
 	for d in 0 1 2; do
@@ -283,36 +326,41 @@ cmd_up() {
 
 	touch "$S/$MARKER"
 	mkdir -p "$ETC" "$RUN" "$LOGD" "$S/spool/slurmctld" "$S/spool/slurmd" "$S/dev"
-	chmod 0755 "$S"
 	# From here on, a failure shows the logs and stops whatever was started.
-	trap 'rc=$?; if ((rc)); then log "up failed (exit $rc)"; show_logs; stop_all || true; fi' EXIT
-	write_configs
-	start_munged
-	start_mariadbd
-	start_slurmdbd
-	start_slurm
+	STEP=init
+	trap 'rc=$?; if ((rc)); then log "up failed at step $STEP (exit $rc); logs:"; show_logs
+		log "stopping what was started"; stop_all || true; fi' EXIT
+	local t0 times=""
+	for STEP in write_configs start_munged start_mariadbd start_slurmdbd start_slurm; do
+		t0=$EPOCHREALTIME
+		"$STEP"
+		times+=" $STEP=$(elapsed "$t0")s"
+	done
 	trap - EXIT
-	log "cluster up in ${SECONDS}s; source $S/env.sh"
+	log "cluster up in $(elapsed "$T_START")s ($times ); source $S/env.sh"
 }
 
-# stop_daemon NAME: SIGTERM by PID file, SIGKILL after TIMEOUT, wait until gone.
-stop_daemon() {
-	local pid deadline
-	pid=$(live_pid "$1") || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	deadline=$((SECONDS + TIMEOUT))
-	while [[ -e /proc/$pid ]]; do
-		if ((SECONDS >= deadline)); then
-			log "$1 (pid $pid) ignored SIGTERM; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			deadline=$((SECONDS + 10))
-		fi
-		sleep 0.1
+# stop_daemons NAME...: SIGTERM by PID file, SIGKILL after TIMEOUT, wait until all are gone.
+stop_daemons() {
+	local d pid pids=() deadline=$((SECONDS + TIMEOUT)) killed=0
+	for d in "$@"; do
+		pid=$(live_pid "$d") || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		pids+=("$pid")
+	done
+	for pid in "${pids[@]}"; do
+		while running "$pid"; do
+			if ((SECONDS >= deadline && !killed)); then
+				log "pid $pid ignored SIGTERM for ${TIMEOUT}s; sending SIGKILL"
+				kill -KILL "${pids[@]}" 2>/dev/null || true
+				killed=1
+			fi
+			sleep 0.1
+		done
 	done
 }
 
 stop_all() {
-	local i
 	# Cancel jobs first so that no slurmstepd or job process outlives slurmd.
 	if live_pid slurmctld >/dev/null; then
 		local jobs
@@ -323,9 +371,10 @@ stop_all() {
 			wait_for "jobs to end" jobs_gone || true
 		fi
 	fi
-	for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
-		stop_daemon "${DAEMONS[i]}"
-	done
+	# Slurm first (slurmctld reports to slurmdbd as it stops), then the rest; each stage in
+	# parallel, since every daemon takes 1-2 s to exit.
+	stop_daemons slurmd slurmctld
+	stop_daemons slurmdbd mariadbd munged
 }
 
 jobs_gone() { [[ -z $(sl squeue -h -o %A) ]]; }
@@ -335,7 +384,7 @@ cmd_down() {
 	set_paths "$(realpath "$1")"
 	[[ -e $S/$MARKER ]] || die "$S was not made by this script"
 	stop_all
-	log "cluster in $S down in ${SECONDS}s"
+	log "cluster in $S down in $(elapsed "$T_START")s"
 }
 
 cmd_status() {
