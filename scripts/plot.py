@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule `plot`: one experiment table -> one figure (PNG and PDF)."""
+"""Snakemake entry point of rule `plot`: experiment tables -> one figure (PNG and PDF)."""
 
 import sys
 
@@ -7,5 +7,5 @@ import pandas as pd
 from matcond.plotting import FIGURES
 
 with open(snakemake.log[0], "w") as sys.stderr:
-    table = pd.read_parquet(snakemake.input[0])
-    FIGURES[snakemake.wildcards.figure](table, snakemake.output.png, snakemake.output.pdf)
+    tables = {name: pd.read_parquet(path) for name, path in snakemake.input.items()}
+    FIGURES[snakemake.wildcards.figure](tables, snakemake.output.png, snakemake.output.pdf)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from matcond.stats import STAT_COLUMNS, aggregate, summarise
+from matcond.stats import STAT_COLUMNS, VALUE_COLUMNS, aggregate, summarise
 
 
 def test_summary_matches_scipy():
@@ -46,11 +46,24 @@ def test_aggregate_groups_by_swept_settings_epoch_and_component():
             "epoch": [10] * 8,
             "component": ["overall"] * 4 + ["spectral_gap"] * 4,
             "error": [0.1, 0.3, 0.2, 0.4, 1.0, 1.0, 2.0, 4.0],
+            "trained": [1.0, 3.0, np.nan, 5.0, 0, 0, 0, 0],
+            "target": [2.0] * 8,
             "diverged": [False] * 8,
+            "matrix": ["product"] * 8,
         }
     )
     table = aggregate(trials, "exp", ["dim"])
-    assert list(table.columns) == ["experiment", "dim", "epoch", "component", *STAT_COLUMNS]
+    assert list(table.columns) == [
+        "experiment",
+        "dim",
+        "matrix",
+        "epoch",
+        "component",
+        *STAT_COLUMNS,
+        *VALUE_COLUMNS,
+    ]
+    first = table.iloc[0]
+    assert (first["trained_mean"], first["trained_median"], first["target_mean"]) == (2.0, 2.0, 2.0)
     assert len(table) == 4
     row = table[(table["dim"] == 8) & (table["component"] == "spectral_gap")].iloc[0]
     assert row["mean"] == pytest.approx(3.0) and row["n"] == 2

@@ -6,13 +6,13 @@ import torch
 
 from matcond.run import run_trial
 from matcond.targets import make_target
-from matcond.training import DeviceUnavailableError, record_epochs, resolve_device, train_linear
+from matcond.training import DeviceUnavailableError, record_epochs, resolve_device, train
 
 CPU = torch.device("cpu")
 
 
 def final_weight(target, spec):
-    return train_linear(target, spec, CPU, lambda *args: None).final
+    return train(spec, {"product": target}, CPU, lambda *args: None).final["product"]
 
 
 def test_sgd_from_zero_init_follows_one_minus_lr_to_the_t(spec):
@@ -99,8 +99,8 @@ def test_paired_arms_share_target_and_data(spec):
     """SGD and Adam with one seed learn the same target (paired comparisons, review W10)."""
     _, sgd = run_trial(spec, CPU)
     _, adam = run_trial({**spec, "optimizer": "adam", "lr": 1e-3}, CPU)
-    np.testing.assert_array_equal(sgd["target"], adam["target"])
-    np.testing.assert_array_equal(sgd["initial"], adam["initial"])
+    np.testing.assert_array_equal(sgd["target.product"], adam["target.product"])
+    np.testing.assert_array_equal(sgd["initial.product"], adam["initial.product"])
 
 
 def test_cuda_request_without_gpu_is_a_clear_error():

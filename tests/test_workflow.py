@@ -13,6 +13,11 @@ import pytest
 import yaml
 from safetensors.numpy import load_file
 
+from matcond.catalog import FIGURES
+from matcond.claims import CLAIM_COLUMNS
+from matcond.config import validate_config
+from matcond.trials import all_trials
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TRIAL_COLUMNS = [
@@ -58,13 +63,16 @@ def downstream(jobs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [job for job in jobs if job[0] != "train"]
 
 
-def downstream_of(experiment: str, figure: str) -> list[tuple[str, str]]:
-    """The jobs that must follow new trials of ``experiment``: its table, its figure, `all`."""
-    return [
-        ("aggregate", f"results/tables/{experiment}.parquet"),
-        ("all", ""),
-        ("plot", f"results/figures/{figure}.png"),
-    ]
+def downstream_of(experiment: str, *figures: str) -> list[tuple[str, str]]:
+    """Jobs that must follow new trials of ``experiment``: its table, its figures, the claims."""
+    return sorted(
+        [
+            ("aggregate", f"results/tables/{experiment}.parquet"),
+            ("all", ""),
+            ("claims", "results/claims.csv"),
+            *(("plot", f"results/figures/{figure}.png") for figure in figures),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,29 +92,44 @@ def trial_paths(workdir: Path) -> list[Path]:
     return sorted((workdir / "results" / "trials").rglob("*.parquet"))
 
 
-def test_every_expected_output_exists(finished):
-    assert len(trial_paths(finished)) == 2 * 2 + 2  # exp1: 2 dims x 2 seeds; exp2 adds Adam x 2
+def test_every_expected_output_exists(finished, small_config):
+    config = validate_config(small_config)
+    expected = {
+        f"results/trials/{t.path}.parquet" for ts in all_trials(config).values() for t in ts
+    }
+    assert {str(p.relative_to(finished)) for p in trial_paths(finished)} == expected
     for path in trial_paths(finished):
         assert path.with_suffix(".safetensors").stat().st_size > 0
-    for name in ("exp1_dimension", "exp2_optimizer"):
+    for name in config["experiments"]:
         for ext in ("parquet", "csv"):
             assert (finished / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
-    for name in ("fig1_dimension", "fig2_optimizer"):
+    assert set(config["experiments"]) >= {e for f in FIGURES.values() for e in f.experiments}
+    for name in FIGURES:
         for ext in ("png", "pdf"):
             assert (finished / "results" / "figures" / f"{name}.{ext}").stat().st_size > 1000
+    claims = pd.read_csv(finished / "results" / "claims.csv")
+    assert list(claims.columns) == CLAIM_COLUMNS
+    assert set(claims["verdict"]) <= {
+        "reproduced",
+        "direction only",
+        "not reproduced",
+        "not comparable",
+    }
+    assert (claims["verdict"] != "not comparable").sum() > len(claims) / 2
 
 
 def test_trial_table_schema(finished):
-    path = next(p for p in trial_paths(finished) if "adam" in str(p))
+    path = next(p for p in trial_paths(finished) if "/d8/adam-" in str(p))
     table = pd.read_parquet(path)
     assert list(table.columns[-len(TRIAL_COLUMNS) :]) == TRIAL_COLUMNS
     assert {"dim", "optimizer", "lr", "seed", "structure", "row_log_std"} <= set(table.columns)
     assert table["optimizer"].unique().tolist() == ["adam"]
+    assert table["matrix"].unique().tolist() == ["product"]
     assert table["epoch"].unique().tolist() == [20]
     assert table["error"].dtype == "float64" and table["diverged"].dtype == bool
     weights = load_file(path.with_suffix(".safetensors"))
-    assert sorted(weights) == ["final", "initial", "target"]
-    assert weights["final"].shape == (8, 8)
+    assert sorted(weights) == ["final.product", "initial.product", "target.product"]
+    assert weights["final.product"].shape == (8, 8)
 
 
 def test_experiment_table_schema(finished):
@@ -115,6 +138,7 @@ def test_experiment_table_schema(finished):
         "experiment",
         "lr",
         "optimizer",
+        "matrix",
         "epoch",
         "component",
         "mean",
@@ -138,7 +162,9 @@ def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, 
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
     assert len(trained) == 2 and all("/d16/" in out for out in trained)
-    assert downstream(jobs) == downstream_of("exp1_dimension", "fig1_dimension")
+    assert downstream(jobs) == downstream_of(
+        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension"
+    )
 
 
 def test_adding_seeds_runs_only_the_new_seeds(finished, small_config):
@@ -147,7 +173,9 @@ def test_adding_seeds_runs_only_the_new_seeds(finished, small_config):
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
     assert len(trained) == 2 and all(out.endswith("/seed2.parquet") for out in trained)
-    assert downstream(jobs) == downstream_of("exp1_dimension", "fig1_dimension")
+    assert downstream(jobs) == downstream_of(
+        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension"
+    )
 
 
 def test_changing_adams_learning_rate_reruns_only_adam(finished, small_config):
@@ -169,3 +197,12 @@ def test_rerun_of_a_trial_is_bit_identical(finished, tmp_path):
     assert filecmp.cmp(trial, finished / target, shallow=False)
     weights = trial.with_suffix(".safetensors")
     assert filecmp.cmp(weights, finished / weights.relative_to(copy), shallow=False)
+
+
+def test_report_shows_every_figure(finished):
+    out = finished / "report.html"
+    snakemake(finished, "--report", str(out))
+    html = out.read_text(errors="replace")
+    for name in FIGURES:
+        assert f"{name}.png" in html
+    assert "claims.csv" in html

@@ -123,13 +123,23 @@ def component_names(effective_rank_thresholds: Sequence[float]) -> list[str]:
 
 def compare(
     trained: np.ndarray,
-    target: np.ndarray,
+    target: np.ndarray | None,
     *,
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
 ) -> list[ComponentError]:
-    """Every component of ``trained`` against the same component of ``target``."""
+    """Every component of ``trained`` against the same component of ``target``.
+
+    With ``target=None`` (a matrix that has no target, e.g. one layer of a deep linear net)
+    only the trained values are given; targets and errors are NaN.
+    """
     w = np.asarray(trained, dtype=np.float64)
+    if target is None:
+        nan = float("nan")
+        described = compare(
+            w, w, effective_rank_thresholds=effective_rank_thresholds, rank_rtol=rank_rtol
+        )
+        return [ComponentError(c.component, c.trained, nan, nan) for c in described]
     t = np.asarray(target, dtype=np.float64)
     if w.shape != t.shape or w.ndim != 2:
         raise ValueError(f"need two matrices of one shape, got {w.shape} and {t.shape}")

@@ -1,65 +1,67 @@
 """SGD and Adam, written out.
 
 They follow torch.optim.SGD (no momentum) and torch.optim.Adam (coupled L2 weight decay, bias
-correction, eps added after the square root) update for update (tests/test_optim.py checks
-them against torch.optim). They exist because torch.optim imports torch._dynamo on its first
-step, which costs about 2.5 s in every training job, longer than most trials take to train.
+correction, eps added after the square root) update for update, per parameter group
+(tests/test_optim.py checks them against torch.optim). They exist because torch.optim imports
+torch._dynamo on its first step, which costs about 2.5 s in every training job, longer than
+most trials take to train.
+
+A parameter group is a dict with ``params`` (a list of tensors), ``lr`` and ``weight_decay``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
+
+
+def _grad(p: torch.Tensor, weight_decay: float) -> torch.Tensor:
+    return p.grad + weight_decay * p if weight_decay else p.grad
 
 
 class SGD:
     """p <- p - lr (grad + weight_decay p)."""
 
-    def __init__(self, params: Sequence[torch.Tensor], lr: float, weight_decay: float = 0.0):
-        self.params, self.lr, self.weight_decay = list(params), lr, weight_decay
+    def __init__(self, groups: list[dict]):
+        self.groups = groups
 
     @torch.no_grad()
     def step(self) -> None:
-        for p in self.params:
-            grad = p.grad + self.weight_decay * p if self.weight_decay else p.grad
-            p.sub_(self.lr * grad)
+        for group in self.groups:
+            for p in group["params"]:
+                p.sub_(group["lr"] * _grad(p, group["weight_decay"]))
 
 
 class Adam:
     """Adam (Kingma & Ba) with L2 weight decay added to the gradient, as torch.optim.Adam."""
 
     def __init__(
-        self,
-        params: Sequence[torch.Tensor],
-        lr: float,
-        weight_decay: float = 0.0,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
+        self, groups: list[dict], betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
     ):
-        self.params, self.lr, self.weight_decay = list(params), lr, weight_decay
-        self.betas, self.eps, self.t = betas, eps, 0
-        self.m = [torch.zeros_like(p) for p in self.params]
-        self.v = [torch.zeros_like(p) for p in self.params]
+        self.groups, self.betas, self.eps, self.t = groups, betas, eps, 0
+        params = [p for group in groups for p in group["params"]]
+        self.m = {id(p): torch.zeros_like(p) for p in params}
+        self.v = {id(p): torch.zeros_like(p) for p in params}
 
     @torch.no_grad()
     def step(self) -> None:
         self.t += 1
         beta1, beta2 = self.betas
-        step_size = self.lr / (1 - beta1**self.t)
         correction2_sqrt = math.sqrt(1 - beta2**self.t)
-        for p, m, v in zip(self.params, self.m, self.v, strict=True):
-            grad = p.grad + self.weight_decay * p if self.weight_decay else p.grad
-            m.lerp_(grad, 1 - beta1)
-            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            p.addcdiv_(m, (v.sqrt() / correction2_sqrt).add_(self.eps), value=-step_size)
+        for group in self.groups:
+            step_size = group["lr"] / (1 - beta1**self.t)
+            for p in group["params"]:
+                grad, m, v = _grad(p, group["weight_decay"]), self.m[id(p)], self.v[id(p)]
+                m.lerp_(grad, 1 - beta1)
+                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                p.addcdiv_(m, (v.sqrt() / correction2_sqrt).add_(self.eps), value=-step_size)
 
 
-def make_optimizer(name: str, params: Sequence[torch.Tensor], lr: float, weight_decay: float):
-    """SGD or Adam over ``params`` with the given learning rate and L2 weight decay."""
+def make_optimizer(name: str, groups: list[dict]) -> SGD | Adam:
+    """SGD or Adam over parameter groups (dicts with params, lr, weight_decay)."""
     if name == "sgd":
-        return SGD(params, lr, weight_decay)
+        return SGD(groups)
     if name == "adam":
-        return Adam(params, lr, weight_decay)
+        return Adam(groups)
     raise ValueError(f"unknown optimizer {name!r}")

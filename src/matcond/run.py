@@ -1,8 +1,11 @@
 """Run one trial end to end and write its tidy table and its weights.
 
-Table layout (one row per recorded epoch and component; documented in the README):
-the trial's scalar settings as columns, then ``epoch``, ``component``, ``trained``, ``target``,
-``error``, ``loss``, ``diverged``, ``diverged_epoch``. The full spec is also kept as JSON in the
+Table layout (one row per recorded epoch, matrix and component; documented in the README):
+the trial's scalar settings as columns, then ``matrix``, ``epoch``, ``component``, ``trained``,
+``target``, ``error``, ``loss``, ``diverged``, ``diverged_epoch``. With ``record_gradients``
+the product matrix also gets, per recorded epoch, ``sigma_{i}`` (its i-th singular value
+against the target's) and ``grad_sigma_{i}`` (|u_i^T G v_i| for the last step's gradient G of
+the loss w.r.t. the product, i.e. |dL/d sigma_i|). The full spec is also kept as JSON in the
 parquet metadata under ``matcond.spec``. Nothing time-dependent is written, so the same spec
 gives byte-identical files on the CPU.
 """
@@ -20,11 +23,12 @@ import pyarrow.parquet as pq
 import torch
 from safetensors.torch import save_file
 
-from matcond.components import compare
-from matcond.targets import make_target
-from matcond.training import TrainingOutcome, train_linear
+from matcond.components import compare, singular_values
+from matcond.targets import make_teacher
+from matcond.training import train
 
 RESULT_COLUMNS = [
+    "matrix",
     "epoch",
     "component",
     "trained",
@@ -40,30 +44,57 @@ def _settings_columns(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if not isinstance(v, list)}
 
 
-def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """Train the trial, compare every recorded snapshot with its target.
+def gradient_signal(weight: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """|u_i^T G v_i| for the singular vectors of ``weight``: the gradient felt by each sigma_i."""
+    u, _, vh = np.linalg.svd(weight)
+    return np.abs(np.einsum("ji,jk,ik->i", u, gradient, vh))
 
-    Returns the tidy table and the weights to save (``target``, ``initial``, ``final``).
+
+def _spectrum_rows(weight, target, gradient):
+    s, s_star = singular_values(weight), singular_values(target)
+    signal = gradient_signal(weight, gradient)
+    for i in range(s.size):
+        yield (
+            f"sigma_{i + 1}",
+            s[i],
+            s_star[i],
+            abs(s[i] - s_star[i]) / s_star[i] if s_star[i] else np.inf,
+        )
+        yield f"grad_sigma_{i + 1}", signal[i], np.nan, np.nan
+
+
+def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Train the trial, compare every recorded matrix with its target.
+
+    Returns the tidy table and the weights to save, keyed ``{stage}.{matrix}`` with stage
+    ``target``, ``initial`` or ``final``.
     """
-    target = make_target(spec)
+    targets = make_teacher(spec)
     rows = []
 
-    def on_record(epoch: int, weight: np.ndarray, loss: float) -> None:
-        comparisons = compare(
-            weight,
-            target,
-            effective_rank_thresholds=spec["effective_rank_thresholds"],
-            rank_rtol=spec["rank_rtol"],
-        )
-        rows.extend((epoch, c.component, c.trained, c.target, c.error, loss) for c in comparisons)
+    def on_record(epoch, matrices, loss, gradient) -> None:
+        for name, weight in matrices.items():
+            comparisons = compare(
+                weight,
+                targets.get(name),
+                effective_rank_thresholds=spec["effective_rank_thresholds"],
+                rank_rtol=spec["rank_rtol"],
+            )
+            rows.extend(
+                (name, epoch, c.component, c.trained, c.target, c.error, loss) for c in comparisons
+            )
+        if gradient is not None:
+            spectrum = _spectrum_rows(matrices["product"], targets["product"], gradient)
+            rows.extend(("product", epoch, *row, loss) for row in spectrum)
 
-    outcome: TrainingOutcome = train_linear(target, spec, device, on_record)
-    table = pd.DataFrame(rows, columns=RESULT_COLUMNS[:6])
+    outcome = train(spec, targets, device, on_record)
+    table = pd.DataFrame(rows, columns=RESULT_COLUMNS[:7])
     table["diverged"] = outcome.diverged
     table["diverged_epoch"] = pd.array([outcome.diverged_epoch] * len(table), dtype="Int64")
     settings = pd.DataFrame([_settings_columns(spec)] * len(table))
     table = pd.concat([settings, table], axis=1)
-    weights = {"target": target, "initial": outcome.initial, "final": outcome.final}
+    stages = {"target": targets, "initial": outcome.initial, "final": outcome.final}
+    weights = {f"{stage}.{name}": w for stage, mats in stages.items() for name, w in mats.items()}
     return table, weights
 
 
@@ -76,11 +107,10 @@ def _replace_atomically(path: Path, write) -> None:
 def write_table(table: pd.DataFrame, spec: dict, path: str | Path) -> None:
     """Write the tidy table as parquet (atomically), with the spec in the file metadata."""
     arrow = pa.Table.from_pandas(table, preserve_index=False)
-    metadata = {
-        **(arrow.schema.metadata or {}),
-        b"matcond.spec": json.dumps(spec, sort_keys=True).encode(),
-    }
-    arrow = arrow.replace_schema_metadata(metadata)
+    spec_json = json.dumps(spec, sort_keys=True).encode()
+    arrow = arrow.replace_schema_metadata(
+        {**(arrow.schema.metadata or {}), b"matcond.spec": spec_json}
+    )
     _replace_atomically(Path(path), lambda p: pq.write_table(arrow, p))
 
 

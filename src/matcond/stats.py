@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+VALUE_COLUMNS = ["trained_mean", "trained_median", "target_mean"]
 STAT_COLUMNS = [
     "mean",
     "std",
@@ -58,19 +59,31 @@ def summarise(errors: np.ndarray, diverged: np.ndarray) -> dict[str, float]:
 
 
 def aggregate(trials: pd.DataFrame, experiment: str, swept: Sequence[str]) -> pd.DataFrame:
-    """Summarise ``error`` of concatenated trial tables per (swept settings, epoch, component).
+    """Summarise per (swept settings, matrix, epoch, component) the trial tables' errors.
 
-    Every trial must contribute one row per group; ``swept`` are the settings the experiment varies.
+    Every trial must contribute one row per group; ``swept`` are the settings the experiment
+    varies. Besides the statistics of ``error`` (:func:`summarise`), each group gets the mean
+    and median of the finite ``trained`` values and the mean of the finite ``target`` values of
+    its trials that did not diverge (e.g. a layer's condition number, which has no target).
     """
-    keys = [*swept, "epoch", "component"]
+    keys = [*swept, "matrix", "epoch", "component"]
     missing = [k for k in keys if k not in trials.columns]
     if missing:
         raise KeyError(f"trial tables lack the columns {missing}")
     rows = []
     for values, group in trials.groupby(keys, sort=True, dropna=False):
+        kept = group[~group["diverged"].astype(bool)]
+        trained = kept["trained"][np.isfinite(kept["trained"])]
+        target = kept["target"][np.isfinite(kept["target"])]
         rows.append(
-            {**dict(zip(keys, values, strict=True)), **summarise(group["error"], group["diverged"])}
+            {
+                **dict(zip(keys, values, strict=True)),
+                **summarise(group["error"], group["diverged"]),
+                "trained_mean": trained.mean(),
+                "trained_median": trained.median(),
+                "target_mean": target.mean(),
+            }
         )
-    table = pd.DataFrame(rows, columns=[*keys, *STAT_COLUMNS])
+    table = pd.DataFrame(rows, columns=[*keys, *STAT_COLUMNS, *VALUE_COLUMNS])
     table.insert(0, "experiment", experiment)
     return table.astype({"n": "int64", "n_diverged": "int64", "n_nonfinite": "int64"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-# Roles of a trial's independent random streams.
-TARGET_STREAM, DATA_STREAM, INIT_STREAM = 0, 1, 2
+# Roles of a trial's independent random streams (TEACHER2: the ReLU teacher's second layer).
+TARGET_STREAM, DATA_STREAM, INIT_STREAM, TEACHER2_STREAM = 0, 1, 2, 3
 
 
 def stream_seed(seed: int, stream: int) -> int:
@@ -44,9 +44,9 @@ def block_diagonal(dim: int, rng: np.random.Generator, n_blocks: int) -> np.ndar
     return w
 
 
-def make_target(spec: dict) -> np.ndarray:
+def make_target(spec: dict, stream: int = TARGET_STREAM) -> np.ndarray:
     """The float64 target W* of a trial spec (its structure, dim, seed, structure parameter)."""
-    rng = np.random.default_rng(stream_seed(spec["seed"], TARGET_STREAM))
+    rng = np.random.default_rng(stream_seed(spec["seed"], stream))
     structure, dim = spec["structure"], spec["dim"]
     if structure == "heterogeneous":
         return heterogeneous(dim, rng, spec["row_log_std"])
@@ -55,3 +55,15 @@ def make_target(spec: dict) -> np.ndarray:
     if structure == "block_diagonal":
         return block_diagonal(dim, rng, spec["n_blocks"])
     raise ValueError(f"unknown structure {structure!r}")
+
+
+def make_teacher(spec: dict) -> dict[str, np.ndarray]:
+    """The target matrices of a trial by name.
+
+    Linear models learn W* (``product``). The ReLU MLP's teacher is y = W2* relu(W1* x) with
+    W1*, W2* two independent draws of the spec's structure; its ``product`` is W2* W1*.
+    """
+    if spec["model"] != "relu_mlp":
+        return {"product": make_target(spec)}
+    w1, w2 = make_target(spec), make_target(spec, TEACHER2_STREAM)
+    return {"product": w2 @ w1, "layer1": w1, "layer2": w2}

@@ -18,13 +18,39 @@ from jsonschema import Draft202012Validator
 
 from matcond.config import ConfigError, load_schema, raise_first_error
 
-# Settings that only matter for one target structure.
+# Settings that only matter for one target structure, model or strategy, with their path tags.
 STRUCTURE_PARAMS = {
-    "heterogeneous": "row_log_std",
-    "low_rank": "rank",
-    "block_diagonal": "n_blocks",
+    "heterogeneous": ["row_log_std"],
+    "low_rank": ["rank"],
+    "block_diagonal": ["n_blocks"],
 }
-_STRUCTURE_TAGS = {"row_log_std": "s", "rank": "r", "n_blocks": "b"}
+MODEL_PARAMS = {"linear": [], "deep_linear": ["depth"], "relu_mlp": []}
+STRATEGY_PARAMS = {
+    "standard": [],
+    "multipliers": ["multiplier_lr_ratio"],
+    "sv_multipliers": ["multiplier_lr_ratio"],
+    "spectral_reg": ["spectral_lambda", "spectral_clip"],
+    "hybrid": ["multiplier_lr_ratio", "spectral_lambda", "spectral_clip"],
+    "svd_correction": ["svd_every", "svd_blend"],
+    "orthogonality_reg": ["orthogonality_mu"],
+}
+TAGS = {
+    "row_log_std": "s",
+    "rank": "r",
+    "n_blocks": "b",
+    "depth": "L",
+    "multiplier_lr_ratio": "ratio",
+    "spectral_lambda": "lam",
+    "spectral_clip": "clip",
+    "svd_every": "every",
+    "svd_blend": "blend",
+    "orthogonality_mu": "mu",
+}
+_CHOICE_PARAMS = (
+    ("structure", STRUCTURE_PARAMS),
+    ("model", MODEL_PARAMS),
+    ("strategy", STRATEGY_PARAMS),
+)
 # Settings that change how a trial is analysed, not how it is trained: they reach the job
 # through its params (a change reruns it) but are not part of its path.
 ANALYSIS_SETTINGS = ("effective_rank_thresholds", "rank_rtol")
@@ -51,22 +77,21 @@ class Trial:
     @property
     def cell(self) -> str:
         """The path of the trial's directory below results/trials (everything but the seed)."""
-        s = self.spec
-        structure_param = STRUCTURE_PARAMS[s["structure"]]
-        target = (
-            f"{s['structure']}-{_STRUCTURE_TAGS[structure_param]}{format_value(s[structure_param])}"
-        )
-        fmt = format_value
+        s, fmt = self.spec, format_value
+
+        def choice(key: str, params: dict[str, list[str]]) -> str:
+            return "-".join([s[key], *(f"{TAGS[p]}{fmt(s[p])}" for p in params[s[key]])])
+
         return "/".join(
             [
-                s["model"],
-                target,
+                choice("model", MODEL_PARAMS),
+                choice("structure", STRUCTURE_PARAMS),
                 f"d{s['dim']}",
                 f"{s['optimizer']}-lr{fmt(s['lr'])}-wd{fmt(s['weight_decay'])}",
-                s["strategy"],
+                choice("strategy", STRATEGY_PARAMS),
                 f"init{fmt(s['init_scale'])}-bs{s['batch_size']}-ep{s['epochs']}"
                 f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
-                f"-rec{s['record_every']}-{s['dtype']}",
+                f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}-{s['dtype']}",
             ]
         )
 
@@ -81,8 +106,10 @@ class Trial:
 
 
 def canonical(spec: dict[str, Any]) -> dict[str, Any]:
-    """Drop the target parameters that do not apply to the spec's structure."""
-    unused = set(STRUCTURE_PARAMS.values()) - {STRUCTURE_PARAMS[spec["structure"]]}
+    """Drop the parameters that do not apply to the spec's structure, model and strategy."""
+    unused = set()
+    for key, params in _CHOICE_PARAMS:
+        unused |= {p for ps in params.values() for p in ps} - set(params[spec[key]])
     return {k: v for k, v in spec.items() if k not in unused}
 
 
@@ -95,6 +122,10 @@ def _check_semantics(spec: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: rank {spec['rank']} exceeds dim {spec['dim']}")
     if spec["structure"] == "block_diagonal" and spec["n_blocks"] > spec["dim"]:
         raise ConfigError(f"{where}: n_blocks {spec['n_blocks']} exceeds dim {spec['dim']}")
+    if spec["strategy"] != "standard" and spec["model"] != "linear":
+        raise ConfigError(
+            f"{where}: strategy {spec['strategy']} needs model linear, not {spec['model']}"
+        )
     if spec["record_every"] > spec["epochs"]:
         raise ConfigError(
             f"{where}: record_every {spec['record_every']} exceeds epochs {spec['epochs']}"

@@ -2,6 +2,7 @@
 import hashlib
 import json
 
+from matcond.catalog import FIGURES
 from matcond.config import ConfigError, validate_config
 from matcond.trials import all_trials, swept_settings
 
@@ -15,14 +16,15 @@ config.update(_validated)
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
 PACKAGE = Path(workflow.basedir) / "src" / "matcond"
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
-# Figures and the experiment whose table each one draws.
-FIGURES = {"fig1_dimension": "exp1_dimension", "fig2_optimizer": "exp2_optimizer"}
+# The figures whose experiments are all in the config.
+DRAWN = [name for name, f in FIGURES.items() if set(f.experiments) <= set(TRIALS)]
+CLAIMS_FILE = Path(workflow.basedir) / "config" / "claims.yaml"
 
 
 wildcard_constraints:
     trial=r".+/seed\d+",
     experiment="|".join(TRIALS),
-    figure="|".join(FIGURES),
+    figure="|".join(DRAWN),
 
 
 def code_fingerprint(*modules):
@@ -61,15 +63,36 @@ def swept_json(wildcards):
     return json.dumps(swept_settings(config["experiments"][wildcards.experiment]))
 
 
-def figure_table(wildcards):
-    return f"results/tables/{FIGURES[wildcards.figure]}.parquet"
+def figure_tables(wildcards):
+    """The tables a figure draws, named by experiment."""
+    return {
+        e: f"results/tables/{e}.parquet" for e in FIGURES[wildcards.figure].experiments
+    }
+
+
+def figure_category(wildcards):
+    return FIGURES[wildcards.figure].category
+
+
+def figure_caption(wildcards):
+    """The figure's caption with the settings of its experiments, for the report."""
+    lines = [FIGURES[wildcards.figure].caption, ""]
+    for name in FIGURES[wildcards.figure].experiments:
+        experiment = {
+            k: v for k, v in config["experiments"][name].items() if k != "description"
+        }
+        lines += [f"``{name}``: {json.dumps(experiment, sort_keys=True)}", ""]
+    return "\n".join(lines)
+
+
+def all_tables():
+    return expand("results/tables/{experiment}.parquet", experiment=TRIALS)
 
 
 def all_targets():
-    """Every table of the config's experiments and every figure whose experiment is configured."""
+    """Every table, every figure whose experiments are configured, and the claims table."""
     tables = expand(
         "results/tables/{experiment}.{ext}", experiment=TRIALS, ext=["parquet", "csv"]
     )
-    drawn = [name for name, experiment in FIGURES.items() if experiment in TRIALS]
-    figures = expand("results/figures/{figure}.{ext}", figure=drawn, ext=["png", "pdf"])
-    return tables + figures
+    figures = expand("results/figures/{figure}.{ext}", figure=DRAWN, ext=["png", "pdf"])
+    return tables + figures + ["results/claims.csv", "results/claims.md"]

@@ -1,9 +1,13 @@
 rule plot:
-    """Draw one figure of the paper from its experiment's table (PNG and PDF)."""
+    """Draw one figure (PNG for the report, PDF for papers) from its experiments' tables."""
     input:
-        figure_table,
+        unpack(figure_tables),
     output:
-        png="results/figures/{figure}.png",
+        png=report(
+            "results/figures/{figure}.png",
+            caption="../report/figure.rst",
+            category=figure_category,
+        ),
         pdf="results/figures/{figure}.pdf",
     log:
         "results/logs/plots/{figure}.log",
@@ -14,6 +18,7 @@ rule plot:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_fingerprint("plotting"),
+        caption=figure_caption,
+        code=code_fingerprint("plotting", "claims"),
     script:
         "../../scripts/plot.py"

@@ -1,0 +1,105 @@
+"""Models and corrective strategies: closed forms and autograd references, float64."""
+
+import numpy as np
+import pytest
+import torch
+
+from matcond import models
+from matcond.run import gradient_signal, run_trial
+from matcond.training import _spectral_penalty_grad, _svd_correct, build_model
+
+CPU = torch.device("cpu")
+STRATEGIES = [
+    "standard",
+    "multipliers",
+    "sv_multipliers",
+    "spectral_reg",
+    "hybrid",
+    "svd_correction",
+    "orthogonality_reg",
+]
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_spectral_penalty_gradient_matches_autograd():
+    w = randn(5, 5).requires_grad_()
+    spec = {"spectral_lambda": 0.3, "spectral_clip": 1e9}
+    log_kappa_star = 0.7
+    s = torch.linalg.svdvals(w)
+    (0.3 * (torch.log(s[0] / s[-1]) - log_kappa_star) ** 2).backward()
+    torch.testing.assert_close(
+        _spectral_penalty_grad(w, log_kappa_star, spec), w.grad, rtol=1e-9, atol=1e-12
+    )
+
+
+def test_spectral_penalty_gradient_is_clipped():
+    spec = {"spectral_lambda": 10.0, "spectral_clip": 0.5}
+    grad = _spectral_penalty_grad(randn(4, 4), 5.0, spec)
+    assert torch.linalg.norm(grad) == pytest.approx(0.5)
+    assert _spectral_penalty_grad(torch.zeros(3, 3, dtype=torch.float64), 1.0, spec) is None
+
+
+def test_svd_correction_blends_singular_values():
+    w, target_s = randn(4, 4), torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=torch.float64)
+    before = torch.linalg.svdvals(w)
+    _svd_correct(w, target_s, 0.25)
+    torch.testing.assert_close(torch.linalg.svdvals(w), 0.75 * before + 0.25 * target_s)
+
+
+def test_effective_matrices():
+    w, w2 = randn(3, 3), randn(3, 3, seed=1)
+    mult = models.RowColumnMultipliers(w.clone())
+    with torch.no_grad():
+        mult.r.copy_(torch.tensor([1.0, 2.0, 3.0]))
+    torch.testing.assert_close(mult.effective(), torch.diag(mult.r) @ w)
+    torch.testing.assert_close(models.SingularValueMultipliers(w.clone()).effective(), w)
+    deep = models.DeepLinear([w.clone(), w2.clone()])
+    torch.testing.assert_close(deep.effective(), w2 @ w)
+    assert set(deep.matrices()) == {"product", "layer1", "layer2"}
+    x = randn(7, 3, seed=2)
+    torch.testing.assert_close(models.ReluMLP(w.clone(), w2.clone())(x), torch.relu(x @ w.T) @ w2.T)
+
+
+def test_multipliers_train_at_their_own_learning_rate(spec):
+    model = build_model({**spec, "strategy": "multipliers"}, CPU)
+    groups = model.param_groups(0.01, 0.1)
+    assert [g["lr"] for g in groups] == [0.01, pytest.approx(0.001)]
+    assert groups[1]["params"] == [model.r, model.c]
+
+
+def test_gradient_signal_picks_each_singular_direction():
+    u, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))
+    v, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((4, 4)))
+    w = u @ np.diag([4.0, 3.0, 2.0, 1.0]) @ v.T
+    g = 5.0 * np.outer(u[:, 0], v[:, 0]) - 2.0 * np.outer(u[:, 3], v[:, 3])
+    np.testing.assert_allclose(gradient_signal(w, g), [5.0, 0.0, 0.0, 2.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_runs_and_learns(spec, strategy):
+    s = {**spec, "strategy": strategy, "epochs": 30, "lr": 0.05, "svd_every": 10}
+    table, weights = run_trial(s, CPU)
+    final = table[(table["epoch"] == 30) & (table["component"] == "overall")]["error"].iloc[0]
+    assert not table["diverged"].any() and final < 0.5
+    assert set(weights) == {"target.product", "initial.product", "final.product"}
+
+
+@pytest.mark.parametrize(("model", "matrices"), [("deep_linear", 4), ("relu_mlp", 3)])
+def test_deep_models_record_each_layer(spec, model, matrices):
+    s = {**spec, "model": model, "depth": 3, "init_scale": 0.3, "epochs": 5}
+    table, weights = run_trial(s, CPU)
+    assert table["matrix"].nunique() == matrices
+    layer1 = table[(table["matrix"] == "layer1") & (table["component"] == "condition_number")]
+    assert np.isfinite(layer1["trained"]).all()
+    assert np.isnan(layer1["target"]).all() == (model == "deep_linear")  # ReLU layers have teachers
+    assert "initial.layer1" in weights and "final.product" in weights
+
+
+def test_gradient_rows(spec):
+    table, _ = run_trial({**spec, "record_gradients": True, "record_every": 5, "epochs": 10}, CPU)
+    grads = table[table["component"].str.startswith("grad_sigma_")]
+    assert sorted(grads["epoch"].unique()) == [5, 10]  # epoch 0 has no gradient yet
+    assert len(grads) == 2 * spec["dim"] and (grads["trained"] >= 0).all()
