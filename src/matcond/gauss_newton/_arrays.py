@@ -1,0 +1,37 @@
+"""Conversion of user inputs (torch tensors or numpy arrays) to float64 torch tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+ArrayLike = torch.Tensor | np.ndarray
+
+
+def device_of(*arrays: ArrayLike | Sequence[ArrayLike] | None) -> torch.device:
+    """The device of the first torch tensor among ``arrays`` (nested one level), else CPU."""
+    for item in arrays:
+        candidates = item if isinstance(item, list | tuple) else [item]
+        for array in candidates:
+            if isinstance(array, torch.Tensor):
+                return array.device
+    return torch.device("cpu")
+
+
+def as_float64(array: ArrayLike, device: torch.device) -> torch.Tensor:
+    """A detached float64 copy (or view) of ``array`` on ``device``."""
+    return torch.as_tensor(array).detach().to(device=device, dtype=torch.float64)
+
+
+def as_float64_list(arrays: Sequence[ArrayLike], device: torch.device) -> list[torch.Tensor]:
+    """:func:`as_float64` applied to every array of a sequence."""
+    return [as_float64(array, device) for array in arrays]
+
+
+def matrix_rank(matrix: torch.Tensor) -> int:
+    """Numerical rank with the standard tolerance ``max(rows, cols) * eps * sigma_max``."""
+    if matrix.numel() == 0:
+        return 0
+    return int(torch.linalg.matrix_rank(matrix))

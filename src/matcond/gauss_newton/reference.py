@@ -1,0 +1,72 @@
+"""Dense reference: the GN matrix of any small torch network from its explicit Jacobian.
+
+For the MSE loss ``G_O = (1/n) sum_i J_i^T J_i = J^T J / n`` with ``J`` (``nk x p``) stacking the
+per-sample Jacobians ``J_i = dF(x_i)/dtheta`` (``k x p``). ``J`` is built with
+``torch.func.jacrev`` vectorised over samples by ``vmap``, in float64; the spectrum comes from
+the smaller of ``J^T J / n`` (``p x p``) and ``J J^T / n`` (``nk x nk``), which share their nonzero
+eigenvalues. Cost ``O(nkp min(nk, p))``: small networks only.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+from torch.func import functional_call, jacrev, vmap
+
+from matcond.gauss_newton._arrays import ArrayLike, as_float64
+from matcond.gauss_newton.solvers import dense_eigenvalues
+from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_eigenvalues
+
+
+def network_jacobian(model: nn.Module, x: ArrayLike) -> torch.Tensor:
+    """``J`` (``nk x p``) in float64 at the model's current parameters.
+
+    Rows are sample-major (``i * k + output``); columns follow ``model.named_parameters()``,
+    each parameter flattened row-major. ``x`` is ``n x d`` (one sample per row) and the model
+    must map a batch ``b x d`` to ``b x k``.
+    """
+    params = {name: p.detach().to(torch.float64) for name, p in model.named_parameters()}
+    device = next(iter(params.values())).device
+    buffers = {
+        name: b.detach().to(torch.float64) if b.is_floating_point() else b
+        for name, b in model.named_buffers()
+    }
+    samples = as_float64(x, device)
+
+    def single(parameters: dict[str, torch.Tensor], sample: torch.Tensor) -> torch.Tensor:
+        out = functional_call(model, (parameters, buffers), (sample.unsqueeze(0),))
+        return out.reshape(-1)
+
+    jac = vmap(jacrev(single), in_dims=(None, 0))(params, samples)
+    n = samples.shape[0]
+    blocks = [jac[name].reshape(n, jac[name].shape[1], -1) for name in params]
+    return torch.cat(blocks, dim=2).reshape(-1, sum(b.shape[2] for b in blocks))
+
+
+def reference_gn_matrix(model: nn.Module, x: ArrayLike) -> torch.Tensor:
+    """``G_O = J^T J / n`` (``p x p``), parameters ordered as in :func:`network_jacobian`."""
+    jac = network_jacobian(model, x)
+    return jac.T @ jac / torch.as_tensor(x).shape[0]
+
+
+def reference_gn_spectrum(
+    model: nn.Module, x: ArrayLike, *, rank: int | None = None, rtol: float | None = None
+) -> GNSpectrum:
+    """Pseudo-condition number of ``G_O`` from the dense Jacobian.
+
+    The rank is ``rank`` if given, else the tolerance rule of
+    :func:`matcond.gauss_newton.spectrum.spectrum_from_eigenvalues`.
+    """
+    start = time.perf_counter()
+    jac = network_jacobian(model, x)
+    n = torch.as_tensor(x).shape[0]
+    gram = jac.T @ jac if jac.shape[1] <= jac.shape[0] else jac @ jac.T
+    return spectrum_from_eigenvalues(
+        dense_eigenvalues(gram / n),
+        solver="reference_jacobian",
+        seconds=time.perf_counter() - start,
+        rank=rank,
+        rtol=rtol,
+    )

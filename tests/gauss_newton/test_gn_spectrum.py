@@ -1,0 +1,47 @@
+"""Pseudo-condition numbers from eigenvalues: rank choice and eigen-gap at the cut."""
+
+import math
+
+import pytest
+import torch
+
+from matcond.gauss_newton import input_covariance, spectrum_from_eigenvalues
+from matcond.gauss_newton.spectrum import default_rtol
+
+
+def test_analytic_rank_and_gap() -> None:
+    values = torch.tensor([4.0, 2.0, 1e-3, 1e-15, -1e-16], dtype=torch.float64)
+    result = spectrum_from_eigenvalues(values, solver="test", seconds=0.0, rank=3)
+    assert (result.kappa, result.rank, result.rank_source) == (4000.0, 3, "analytic")
+    assert result.gap_at_cut == pytest.approx(1e12)
+
+
+def test_tolerance_rank() -> None:
+    values = torch.tensor([1e-17, 1.0, 0.5, 0.0], dtype=torch.float64)
+    result = spectrum_from_eigenvalues(values, solver="test", seconds=0.0)
+    assert (result.rank, result.kappa, result.rank_source) == (2, 2.0, "tolerance")
+    assert result.gap_at_cut == pytest.approx(0.5e17)
+    assert default_rtol(4) < 1e-12
+    loose = spectrum_from_eigenvalues(values, solver="test", seconds=0.0, rtol=0.6)
+    assert (loose.rank, loose.kappa) == (1, 1.0)
+
+
+def test_full_rank_has_infinite_gap_and_zero_is_rejected() -> None:
+    result = spectrum_from_eigenvalues(torch.tensor([2.0, 1.0]), solver="t", seconds=0.0)
+    assert result.gap_at_cut == math.inf
+    with pytest.raises(ValueError, match="zero"):
+        spectrum_from_eigenvalues(torch.zeros(3), solver="t", seconds=0.0)
+
+
+def test_input_covariance_from_samples_and_matrix() -> None:
+    x = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    from_x = input_covariance(x)
+    from_sigma = input_covariance(sigma=x.T @ x / 3)
+    assert from_x.rank == from_sigma.rank == 3
+    torch.testing.assert_close(from_x.matrix, x.T @ x / 3)
+    torch.testing.assert_close(from_x.sqrt @ from_x.sqrt, from_x.matrix)
+    assert from_x.kappa == pytest.approx(from_sigma.kappa, rel=1e-10)
+    u, _, vh = torch.linalg.svd(x, full_matrices=False)
+    assert input_covariance(u @ vh).is_isotropic() and not from_x.is_isotropic()
+    with pytest.raises(ValueError, match="zero"):
+        input_covariance(torch.zeros(2, 2))
