@@ -5,9 +5,10 @@ import sys
 
 import pandas as pd
 
+from matcond.joblog import logging_to
 from matcond.stats import aggregate
 
-with open(snakemake.log[0], "w") as sys.stderr:
+with logging_to(snakemake.log[0]):
     trials = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)
     table = aggregate(trials, snakemake.wildcards.experiment, json.loads(snakemake.params.swept))
     table.to_parquet(snakemake.output.parquet, index=False)

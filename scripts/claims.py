@@ -7,8 +7,9 @@ import pandas as pd
 import yaml
 
 from matcond.claims import evaluate, to_markdown
+from matcond.joblog import logging_to
 
-with open(snakemake.log[0], "w") as sys.stderr:
+with logging_to(snakemake.log[0]):
     claims = yaml.safe_load(Path(snakemake.input.claims).read_text())
     tables = {Path(p).stem: pd.read_parquet(p) for p in snakemake.input.tables}
     table = evaluate(claims, tables)

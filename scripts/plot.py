@@ -1,11 +1,11 @@
 """Snakemake entry point of rule `plot`: experiment tables -> one figure (PNG and PDF)."""
 
-import sys
 
 import pandas as pd
 
+from matcond.joblog import logging_to
 from matcond.plotting import FIGURES
 
-with open(snakemake.log[0], "w") as sys.stderr:
+with logging_to(snakemake.log[0]):
     tables = {name: pd.read_parquet(path) for name, path in snakemake.input.items()}
     FIGURES[snakemake.wildcards.figure](tables, snakemake.output.png, snakemake.output.pdf)

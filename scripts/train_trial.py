@@ -6,10 +6,11 @@ import time
 
 import torch
 
+from matcond.joblog import logging_to
 from matcond.run import run_trial, write_table, write_weights
 from matcond.training import resolve_device
 
-with open(snakemake.log[0], "w") as sys.stderr:
+with logging_to(snakemake.log[0]):
     spec = json.loads(snakemake.params.spec)
     torch.set_num_threads(snakemake.threads)  # fixed thread count: identical bits on any --cores
     device = resolve_device(snakemake.config["device"])

@@ -1,0 +1,194 @@
+"""Interruption, resume and determinism of the workflow on experiments 1-2 of the small config.
+
+A run killed several times (SIGINT and SIGKILL to its whole process group, at seeded random
+moments) and then resumed ends with the same bytes as an uninterrupted run, leaves no temp
+file, and the resume recomputes only the trials that had not finished. After a SIGKILL,
+Snakemake leaves its lock and incomplete-output markers: each restart runs `--unlock` first
+and uses `--rerun-incomplete`. Trials are also byte-identical under `--cores 1` and `--cores 2`.
+"""
+
+import base64
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+SEED = 20240611
+# Experiments 1-2 of config/test/config.yaml (6 trials, 2 tables, their figures, the claims):
+# the whole small config (50+ trials) takes minutes per run, and this file runs it three times.
+EXPERIMENTS = ("exp1_dimension", "exp2_optimizer")
+
+
+def write_config(workdir: Path) -> None:
+    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    config["experiments"] = {name: config["experiments"][name] for name in EXPERIMENTS}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def command(workdir: Path, *args: str) -> list[str]:
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir]
+    return [*map(str, cmd), "--configfile", str(workdir / "config.yaml"), *args]
+
+
+def snakemake(workdir: Path, *args: str) -> str:
+    proc = subprocess.run(command(workdir, *args), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def compared_files(workdir: Path) -> dict[str, bytes]:
+    """Trial tables and weights, experiment tables, claims: path -> bytes."""
+    results = workdir / "results"
+    paths = [*(results / "trials").rglob("*.parquet"), *(results / "trials").rglob("*.safetensors")]
+    paths += [p for p in (results / "tables").glob("*") if p.suffix in (".parquet", ".csv")]
+    paths += results.glob("claims.*")
+    return {
+        str(p.relative_to(workdir)): p.read_bytes() for p in paths if not p.name.startswith(".")
+    }
+
+
+def incomplete(workdir: Path) -> set[str]:
+    """Outputs Snakemake marks incomplete (.snakemake/incomplete: urlsafe base64 of the path)."""
+    root = workdir / ".snakemake" / "incomplete"
+    files = [f for f in root.rglob("*") if f.is_file() and f.name != "migration_underway"]
+    parts = ("".join(p.removeprefix("@") for p in f.relative_to(root).parts) for f in files)
+    return {base64.urlsafe_b64decode(p).decode() for p in parts}
+
+
+def finished_trials(workdir: Path) -> dict[str, tuple[int, int]]:
+    """Trials whose parquet and safetensors exist and are not marked incomplete -> mtimes (ns)."""
+    marked = incomplete(workdir)
+    done = {}
+    for table in (workdir / "results" / "trials").rglob("*.parquet"):
+        weights = table.with_suffix(".safetensors")
+        rel = [str(p.relative_to(workdir)) for p in (table, weights)]
+        if marked & set(rel) or table.name.startswith("."):
+            continue
+        try:
+            done[rel[0]] = (table.stat().st_mtime_ns, weights.stat().st_mtime_ns)
+        except FileNotFoundError:  # not written yet, or removed as we look
+            pass
+    return done
+
+
+def survivors(session: int) -> list[str]:
+    """Live (non-zombie) processes of a session."""
+    ps = subprocess.run(["ps", "-ww", "-o", "stat=,args=", "-s", str(session)], capture_output=True)
+    return [line for line in ps.stdout.decode().splitlines() if not line.startswith("Z")]
+
+
+def running_jobs(session: int) -> int:
+    """Jobs (rule scripts) that the Snakemake of ``session`` is running now."""
+    return sum("/.snakemake/scripts/" in line for line in survivors(session))
+
+
+def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: float) -> dict:
+    """Start the workflow; once ``after_done`` trials are finished and a job is running, wait
+    ``delay`` s, send ``sig`` to the process group and wait until all of it has gone."""
+    with open(workdir / f"interrupted-{time.monotonic_ns()}.log", "w") as log:
+        proc = subprocess.Popen(
+            command(workdir, "--cores", "2", "--rerun-incomplete"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 300
+        while len(finished_trials(workdir)) < after_done or not running_jobs(proc.pid):
+            assert proc.poll() is None, f"the run ended before the {sig.name}"
+            assert time.monotonic() < deadline, "no progress"
+            time.sleep(0.1)
+        time.sleep(delay)
+        assert proc.poll() is None, f"the run ended before the {sig.name}"
+        running = running_jobs(proc.pid)
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=120)
+        for _ in range(100):
+            if not survivors(proc.pid):
+                break
+            time.sleep(0.1)
+        assert not survivors(proc.pid), survivors(proc.pid)
+    return {"signal": sig.name, "running_jobs": running, "finished": len(finished_trials(workdir))}
+
+
+def n_trials(workdir: Path) -> int:
+    return len(list((workdir / "results" / "trials").rglob("seed*.parquet")))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("reference")
+    write_config(workdir)
+    snakemake(workdir, "--cores", "2")
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory) -> dict:
+    """Kill the workflow three times while jobs run (once >= 1, 2, 3 trials are finished, after a
+    seeded random delay; SIGINT and SIGKILL in seeded order), then run it to completion."""
+    workdir = tmp_path_factory.mktemp("interrupted")
+    write_config(workdir)
+    rng = random.Random(SEED)
+    signals = [signal.SIGINT, signal.SIGKILL, rng.choice([signal.SIGINT, signal.SIGKILL])]
+    rng.shuffle(signals)
+    kills = []
+    for after_done, sig in enumerate(signals, start=1):
+        snakemake(workdir, "--unlock")  # a SIGKILLed Snakemake leaves its lock behind
+        kills.append(kill_during_run(workdir, sig, after_done, rng.uniform(0.0, 1.5)))
+    before = finished_trials(workdir)
+    snakemake(workdir, "--unlock")
+    output = snakemake(workdir, "--cores", "2", "--rerun-incomplete")
+    return {"workdir": workdir, "kills": kills, "before": before, "output": output}
+
+
+def test_interrupted_run_matches_the_reference(reference, resumed):
+    workdir = resumed["workdir"]
+    print("kills:", resumed["kills"])  # shown with pytest -s or on failure
+    assert len(resumed["kills"]) >= 3, resumed["kills"]
+    assert {k["signal"] for k in resumed["kills"]} == {"SIGINT", "SIGKILL"}
+    assert all(k["running_jobs"] > 0 for k in resumed["kills"]), resumed["kills"]
+    expected = compared_files(reference)
+    assert len(expected) == 2 * n_trials(reference) + 2 * len(EXPERIMENTS) + 2
+    got = compared_files(workdir)
+    assert sorted(got) == sorted(expected)
+    differ = [path for path in expected if got[path] != expected[path]]
+    assert not differ, differ
+    figures = sorted(p.name for p in (reference / "results" / "figures").iterdir())
+    assert {"fig1_dimension.png", "fig2_optimizer.pdf"} <= set(figures)
+    for name in figures:  # matplotlib's bytes may differ: check only that they exist
+        assert (workdir / "results" / "figures" / name).stat().st_size > 1000
+
+
+def test_no_temp_file_or_marker_is_left(resumed):
+    workdir = resumed["workdir"]
+    assert not list((workdir / "results").rglob(".*.tmp"))
+    assert not incomplete(workdir)
+
+
+def test_resume_recomputes_only_unfinished_trials(reference, resumed):
+    before, workdir, total = resumed["before"], resumed["workdir"], n_trials(reference)
+    assert 3 <= len(before) < total, resumed["kills"]
+    now = finished_trials(workdir)
+    assert len(now) == total
+    assert {path: now[path] for path in before} == before  # finished trials were not rewritten
+    trained = re.findall(r"^(?:local)?rule train:$", resumed["output"], flags=re.M)
+    assert len(trained) == total - len(before)
+
+
+def test_trials_are_identical_on_1_and_2_cores(reference, tmp_path):
+    write_config(tmp_path)
+    trials = [p for p in compared_files(reference) if p.startswith("results/trials/")]
+    snakemake(tmp_path, "--cores", "1", *(p for p in trials if p.endswith(".parquet")))
+    one_core = compared_files(tmp_path)
+    assert sorted(one_core) == sorted(trials)
+    reference_files = compared_files(reference)
+    assert [p for p in trials if one_core[p] != reference_files[p]] == []

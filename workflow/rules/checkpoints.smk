@@ -1,0 +1,38 @@
+# Analyse the user's own weight files (config `checkpoints: {name: path}`): a row per layer.
+# The paths are checked before any job runs (matcond.checkpoints.check_checkpoint_paths).
+import json
+import re
+
+# The analysis settings as JSON: changing a threshold or rank_rtol reruns the analysis.
+CHECKPOINT_SETTINGS = json.dumps(
+    {
+        key: config["defaults"][key]
+        for key in ("effective_rank_thresholds", "rank_rtol")
+    },
+    sort_keys=True,
+)
+
+
+rule analyse_checkpoint:
+    """Per-layer spectral table and singular-value figure of one configured weight file."""
+    input:
+        lambda wildcards: config["checkpoints"][wildcards.name],
+    output:
+        table="results/checkpoints/{name}.parquet",
+        png="results/checkpoints/{name}_spectra.png",
+        pdf="results/checkpoints/{name}_spectra.pdf",
+    log:
+        "results/logs/checkpoints/{name}.log",
+    wildcard_constraints:
+        name="|".join(map(re.escape, config["checkpoints"])) or "(?!)",
+    conda:
+        "../../envs/matcond.yaml"
+    resources:
+        gpu=0,
+        mem_mb=lambda wildcards, input: 1500 + 6 * int(input.size_mb),
+        runtime=lambda wildcards, input: 10 + int(input.size_mb) // 100,
+    params:
+        settings=CHECKPOINT_SETTINGS,
+        code=code_fingerprint("components", "checkpoints"),
+    script:
+        "../../scripts/analyse_checkpoint.py"
