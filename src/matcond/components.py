@@ -30,8 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-VECTOR_COMPONENTS = ("row_norms", "col_norms", "singular_values")
-
 
 @dataclass(frozen=True)
 class ComponentError:

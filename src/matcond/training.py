@@ -67,7 +67,6 @@ class TrainingOutcome:
 
     initial: dict[str, np.ndarray]
     final: dict[str, np.ndarray]
-    final_loss: float
     diverged_epoch: int | None
 
     @property
@@ -207,4 +206,4 @@ def train(
             break
         if epoch in recorded:
             on_record(epoch, _snapshot(model), loss_value, gradient)
-    return TrainingOutcome(initial, _snapshot(model), loss_value, diverged_epoch)
+    return TrainingOutcome(initial, _snapshot(model), diverged_epoch)
