@@ -22,7 +22,7 @@ def test_paper_config_enumerates_the_paper_scale():
     trials = all_trials(config)
     assert len(trials["exp1_dimension"]) == 5 * 15
     assert len(trials["exp2_optimizer"]) == 2 * 15
-    unique = {t.path for ts in trials.values() for t in ts}
+    unique = {t.path for name in ("exp1_dimension", "exp2_optimizer") for t in trials[name]}
     assert len(unique) == 75 + 15  # the SGD d=128 trials are shared by both experiments
     spec = trials["exp1_dimension"][0].spec
     assert (spec["epochs"], spec["batch_size"], spec["lr"], spec["noise_std"]) == (

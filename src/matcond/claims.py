@@ -37,6 +37,7 @@ CLAIM_COLUMNS = [
     "ci_low",
     "ci_high",
     "n",
+    "n_diverged",
     "verdict",
 ]
 
@@ -83,14 +84,18 @@ def measure(claim: dict, tables: dict[str, pd.DataFrame]) -> dict[str, float]:
             "n": math.nan,
         }
     row = select(table, dict(claim["filter"]))
-    value = float(row[claim.get("field", "mean")])
-    out = {"measured": value, "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n": row["n"]}
+    field = claim.get("field", "mean")
+    value = float(row[field])
+    ci = (row["ci_low"], row["ci_high"]) if field == "mean" else (math.nan, math.nan)
+    out = {"measured": value, "ci_low": ci[0], "ci_high": ci[1], "n": row["n"]}
+    out["n_diverged"] = row["n_diverged"]
     if kind == "value":
         return out
     base = select(table, dict(claim["baseline"]))
     ratio = value / float(base["mean"])
     out["measured"] = ratio if kind == "ratio" else 1 - ratio
     out.update(ci_low=math.nan, ci_high=math.nan, n=min(row["n"], base["n"]))
+    out["n_diverged"] = max(row["n_diverged"], base["n_diverged"])
     return out
 
 
@@ -132,7 +137,13 @@ def evaluate(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             measured = measure(claim, tables)
             row.update(measured, verdict=verdict(claim, measured, tables, tolerance))
         except (KeyError, MissingRow):
-            row.update(measured=math.nan, ci_low=math.nan, ci_high=math.nan, n=math.nan)
+            row.update(
+                measured=math.nan,
+                ci_low=math.nan,
+                ci_high=math.nan,
+                n=math.nan,
+                n_diverged=math.nan,
+            )
             row["verdict"] = "not comparable"
         rows.append(row)
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

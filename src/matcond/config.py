@@ -6,6 +6,8 @@ Light on purpose (json, yaml, jsonschema only): the Snakefile imports it at pars
 from __future__ import annotations
 
 import copy
+import errno
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +50,22 @@ def _key_path(error) -> str:
 
 def _message(error, prefix: str) -> str:
     msg = f"{prefix}{_key_path(error)}: {error.message}"
-    if isinstance(error.instance, str) and error.validator in ("type", "exclusiveMinimum"):
-        msg += " (YAML reads 1e-3 as a string: write 1.0e-3)"
+    if isinstance(error.instance, str) and error.validator == "type" and _is_number(error.instance):
+        msg += (
+            " (a number given as a string: YAML reads 1e-3 as a string, write 1.0e-3; "
+            "`--config key={a: 1}` passes nested values as strings, use a config file)"
+        )
     if error.validator == "enum":
         msg += f"; allowed: {', '.join(map(str, error.validator_value))}"
     return msg
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def raise_first_error(validator, instance, prefix: str = "config key ") -> None:
@@ -70,3 +83,25 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
     filled = copy.deepcopy(dict(config))
     raise_first_error(_FillingValidator(schema), filled)
     return filled
+
+
+def check_results_dir(path: str | Path, min_free_mb: int = 200) -> None:
+    """Raise ConfigError, naming ``path``, unless a file can be written there and space is left."""
+    path = Path(path)
+    probe = path / ".matcond-write-test"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"ok")
+        probe.unlink()
+        free_mb = os.statvfs(path).f_bavail * os.statvfs(path).f_frsize // 2**20
+    except OSError as err:
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        raise ConfigError(
+            f"cannot write to the results directory {path.resolve()}: {reason}"
+        ) from None
+    if free_mb < min_free_mb:
+        reason = os.strerror(errno.ENOSPC)
+        raise ConfigError(
+            f"the results directory {path.resolve()} has {free_mb} MB free ({reason}); "
+            f"need at least {min_free_mb} MB"
+        )

@@ -1,0 +1,47 @@
+"""A diverging trial is data, not a crash: marked, counted, left out of means; the run goes on."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+CONFIG = {
+    "defaults": {"dim": 8, "epochs": 20, "batch_size": 16},
+    "experiments": {
+        "exp8_lr": {"grid": {"lr": [0.01, 50.0]}, "seeds": 2},
+        "exp8_wd": {"grid": {"weight_decay": [0.0]}, "seeds": 2},
+    },
+}
+
+
+def test_divergence_is_counted_and_the_run_completes(tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(CONFIG))
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--configfile"]
+    cmd += [tmp_path / "config.yaml", "--cores", "2"]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    diverged = [
+        pd.read_parquet(p) for p in (tmp_path / "results" / "trials").rglob("*lr50-*/*.parquet")
+    ]
+    assert len(diverged) == 2
+    for trial in diverged:
+        assert trial["diverged"].all() and trial["diverged_epoch"].iloc[0] < 20
+        assert not np.isfinite(trial["loss"]).all()
+
+    table = pd.read_parquet(tmp_path / "results" / "tables" / "exp8_lr.parquet")
+    bad = table[table["lr"] == 50.0]
+    good = table[table["lr"] == 0.01]
+    assert (bad["n_diverged"] == 2).all() and (bad["n"] == 0).all() and bad["mean"].isna().all()
+    assert (good["n_diverged"] == 0).all() and (
+        good.loc[good["component"] == "overall", "n"] == 2
+    ).all()
+
+    assert (tmp_path / "results" / "figures" / "fig8_sensitivity.png").stat().st_size > 1000
+    claims = pd.read_csv(tmp_path / "results" / "claims.csv")
+    assert "n_diverged" in claims.columns
