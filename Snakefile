@@ -16,6 +16,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
+include: "workflow/rules/checkpoints.smk"
 
 
 rule all:

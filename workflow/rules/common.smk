@@ -1,17 +1,28 @@
 # Config validation, trial enumeration and the helpers every rule uses.
 import hashlib
 import json
+import sys
 
 from matcond.catalog import FIGURES
-from matcond.config import ConfigError, validate_config
+from matcond.checkpoints import check_checkpoint_paths
+from matcond.config import ConfigError, check_results_dir, validate_config
 from matcond.trials import all_trials, swept_settings
 
 try:
     _validated = validate_config(config)
+    check_checkpoint_paths(_validated)
     TRIALS = all_trials(_validated)
 except ConfigError as err:
-    raise WorkflowError(f"Invalid config: {err}") from None
+    sys.exit(f"Invalid config: {err}")  # the message names the key; no traceback
 config.update(_validated)
+
+
+onstart:
+    try:
+        check_results_dir("results")
+    except ConfigError as err:
+        sys.exit(f"Cannot start: {err}")
+
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
 PACKAGE = Path(workflow.basedir) / "src" / "matcond"
@@ -95,4 +106,9 @@ def all_targets():
         "results/tables/{experiment}.{ext}", experiment=TRIALS, ext=["parquet", "csv"]
     )
     figures = expand("results/figures/{figure}.{ext}", figure=DRAWN, ext=["png", "pdf"])
-    return tables + figures + ["results/claims.csv", "results/claims.md"]
+    checkpoints = expand(
+        "results/checkpoints/{name}{suffix}",
+        name=config["checkpoints"],
+        suffix=[".parquet", "_spectra.png", "_spectra.pdf"],
+    )
+    return tables + figures + checkpoints + ["results/claims.csv", "results/claims.md"]
