@@ -26,9 +26,8 @@ def test_divergence_is_counted_and_the_run_completes(tmp_path):
     proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    diverged = [
-        pd.read_parquet(p) for p in (tmp_path / "results" / "trials").rglob("*lr50-*/*.parquet")
-    ]
+    trials = (tmp_path / "results" / "trials").rglob("*.parquet")
+    diverged = [pd.read_parquet(p) for p in trials if "-lr50-" in str(p)]
     assert len(diverged) == 2
     for trial in diverged:
         assert trial["diverged"].all() and trial["diverged_epoch"].iloc[0] < 20

@@ -16,6 +16,8 @@ rule train:
         runtime=train_runtime,
     params:
         spec=trial_spec,
-        code=code_fingerprint("components", "targets", "models", "training", "optim", "run"),
+        code=code_fingerprint(
+            "components", "targets", "models", "training", "optim", "run"
+        ),
     script:
         "../../scripts/train_trial.py"
