@@ -1,6 +1,5 @@
 """Snakemake entry point of rule `plot`: experiment tables -> one figure (PNG and PDF)."""
 
-
 import pandas as pd
 
 from matcond.joblog import logging_to
