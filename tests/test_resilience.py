@@ -101,7 +101,7 @@ def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: 
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 900
         while len(finished_trials(workdir)) < after_done or not running_jobs(proc.pid):
             assert proc.poll() is None, f"the run ended before the {sig.name}"
             assert time.monotonic() < deadline, "no progress"
@@ -110,8 +110,8 @@ def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: 
         assert proc.poll() is None, f"the run ended before the {sig.name}"
         running = running_jobs(proc.pid)
         os.killpg(proc.pid, sig)
-        proc.wait(timeout=120)
-        for _ in range(100):
+        proc.wait(timeout=300)
+        for _ in range(600):  # jobs may take a while to exit on a loaded machine
             if not survivors(proc.pid):
                 break
             time.sleep(0.1)
