@@ -17,6 +17,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/checkpoints.smk"
+include: "workflow/rules/gauss_newton.smk"
 
 
 rule all:

@@ -111,4 +111,11 @@ def all_targets():
         name=config["checkpoints"],
         suffix=[".parquet", "_spectra.png", "_spectra.pdf"],
     )
-    return tables + figures + checkpoints + ["results/claims.csv", "results/claims.md"]
+    # GN_TARGETS: the Gauss-Newton tables and figures (workflow/rules/gauss_newton.smk)
+    return (
+        tables
+        + figures
+        + checkpoints
+        + ["results/claims.csv", "results/claims.md"]
+        + GN_TARGETS
+    )

@@ -1,0 +1,15 @@
+"""Snakemake entry point of rule `gn_exp7_table`: per-trial GN tables -> one summary table."""
+
+import sys
+
+import pandas as pd
+
+from matcond.gauss_newton.experiments import exp7_table
+from matcond.joblog import logging_to
+
+with logging_to(snakemake.log[0]):
+    rows = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)
+    table = exp7_table(rows, snakemake.params.experiment)
+    table.to_parquet(snakemake.output.parquet, index=False)
+    table.to_csv(snakemake.output.csv, index=False)
+    print(f"{len(snakemake.input)} trials -> {len(table)} rows", file=sys.stderr)

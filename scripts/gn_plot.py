@@ -1,0 +1,10 @@
+"""Snakemake entry point of rule `gn_plot`: one GN table -> its figure (PNG and PDF)."""
+
+import pandas as pd
+
+from matcond.gauss_newton.plots import FIGURES
+from matcond.joblog import logging_to
+
+with logging_to(snakemake.log[0]):
+    table = pd.read_parquet(snakemake.input[0])
+    FIGURES[snakemake.wildcards.gnfigure](table, snakemake.output.png, snakemake.output.pdf)

@@ -1,0 +1,367 @@
+"""The GN experiments and rules: data, tables with their documented columns, bounds >= exact,
+and one end-to-end run of the GN targets on the test config (with a no-op rerun check)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from gn_cases import assert_bound_holds, rel
+
+from matcond.config import validate_config
+from matcond.gauss_newton import (
+    LeakyReLUNet,
+    input_covariance,
+    linear_gn_spectrum,
+    reference_gn_spectrum,
+)
+from matcond.gauss_newton.experiments import (
+    EXP7_MODELS,
+    EXP7_ROW_COLUMNS,
+    SWEEP_COLUMNS,
+    SWEEPS,
+    MaskedMLP,
+    digits_data,
+    exp7_rows,
+    exp7_table,
+    kaiming_normal,
+    leaky_record,
+    magnitude_mask,
+    make_inputs,
+    masked_gn_spectrum,
+    one_hidden_linear,
+    run_sweep,
+    train_losses,
+    whiten,
+)
+from matcond.gauss_newton.plots import FIGURES
+
+REPO = Path(__file__).resolve().parents[2]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+TEST_CONFIG = REPO / "config" / "test" / "config.yaml"
+EXP7_SETTINGS = {
+    "stages": ["initial", "final"],
+    "n_samples": 40,
+    "relu_n_samples": 5,
+    "data_seed": 0,
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread, as the rules use (tiny problems: threads only contend)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def gn_config() -> dict:
+    """The validated ``gauss_newton`` block of the test config."""
+    return validate_config(yaml.safe_load(TEST_CONFIG.read_text()))["gauss_newton"]
+
+
+def bound_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """(bound column, exact column) pairs present in a table."""
+    pairs = [("bound_convex", "kappa"), ("bound_max", "bound_convex"), ("bound", "kappa")]
+    pairs += [("bound_value", "kappa")]
+    numeric = [c for c in table if pd.api.types.is_numeric_dtype(table[c])]
+    return [(b, e) for b, e in pairs if b in numeric and e in numeric]
+
+
+def assert_bounds_hold(table: pd.DataFrame) -> None:
+    pairs = bound_pairs(table)
+    for bound, exact in pairs:
+        for b, e in zip(table[bound], table[exact], strict=True):
+            if not math.isnan(e):
+                assert_bound_holds(b, e)
+    for column in [c for c in table if c.startswith("tightness")]:
+        values = table[column].dropna()
+        assert (values >= 1 - 1e-10).all(), column
+
+
+# ----------------------------------------------------------------------------------- data
+
+
+def test_digits_are_scaled_and_keep_only_informative_pixels():
+    x, labels = digits_data()
+    assert x.shape == (1797, 61) and labels.shape == (1797,)
+    assert x.min() == 0.0 and x.max() == 1.0
+    assert (x != 0).any(axis=0).all()
+    assert set(labels) == set(range(10))
+    sub, sub_labels = digits_data(100, seed=3)
+    again, _ = digits_data(100, seed=3)
+    assert sub.shape == (100, 61) and np.array_equal(sub, again)
+    rows = [int(np.flatnonzero((x == row).all(axis=1))[0]) for row in sub[:5]]
+    assert rows == sorted(rows) and np.array_equal(labels[rows], sub_labels[:5])
+
+
+@pytest.mark.parametrize("n", [1797, 40])
+def test_whitening_gives_orthonormal_columns_or_rows(n):
+    x, _ = digits_data(n)
+    white = whiten(x)
+    assert white.shape == x.shape
+    gram = white.T @ white if n >= x.shape[1] else white @ white.T
+    assert np.allclose(gram, np.eye(gram.shape[0]), atol=1e-12)
+    # the same column space as x, and an isotropic Sigma
+    projector = white @ np.linalg.pinv(white)
+    assert np.allclose(projector @ x, x, atol=1e-10)
+    assert input_covariance(torch.as_tensor(white)).is_isotropic(1e-10)
+
+
+def test_inputs_of_both_data_sets():
+    data = {"seed": 0, "gaussian": {"n_samples": 30, "dim": 7, "outputs": 3}}
+    gaussian = make_inputs("gaussian", False, None, data)
+    assert gaussian.x.shape == (30, 7) and gaussian.outputs == 3 and gaussian.labels is None
+    digits = make_inputs("digits", True, 50, data)
+    assert digits.x.shape == (50, 61) and digits.outputs == 10
+    assert digits.columns() == {
+        "dataset": "digits",
+        "whitened": True,
+        "n_samples": 50,
+        "d": 61,
+        "k": 10,
+    }
+    with pytest.raises(ValueError, match="unknown dataset"):
+        make_inputs("mnist", False, None, data)
+
+
+def test_kaiming_normal_is_pytorch_s_and_seeded():
+    weights = kaiming_normal([400, 300, 5], seed=1)
+    assert [tuple(w.shape) for w in weights] == [(300, 400), (5, 300)]
+    assert abs(float(weights[0].std()) / math.sqrt(2 / 400) - 1) < 0.02
+    assert torch.equal(kaiming_normal([400, 300, 5], seed=1)[1], weights[1])
+    assert not torch.equal(kaiming_normal([400, 300, 5], seed=2)[0], weights[0])
+
+
+# --------------------------------------------------------------------------------- sweeps
+
+
+@pytest.mark.parametrize("name", sorted(SWEEPS))
+def test_sweep_tables_have_their_columns_and_bounds_hold(name, gn_config):
+    table = run_sweep(name, gn_config["sweeps"][name], gn_config["data"])
+    assert list(table.columns) == SWEEP_COLUMNS[name]
+    assert len(table) > 0 and table["kappa"].notna().all()
+    assert (table["kappa"] >= 1 - 1e-12).all()
+    assert_bounds_hold(table)
+    assert FIGURES[f"gn_{name}"]  # every sweep has a figure
+
+
+def test_depth_sweep_rows_and_per_layer_terms(gn_config):
+    settings = gn_config["sweeps"]["fig3_bounds"]
+    table = run_sweep("fig3_bounds", settings, gn_config["data"])
+    n_rows = len(settings["datasets"]) * len(settings["depths"]) * settings["seeds"]
+    assert len(table) == n_rows
+    for depth, terms, gammas in zip(
+        table["depth"], table["term_per_layer"], table["gamma_per_layer"], strict=True
+    ):
+        assert len(json.loads(terms)) == depth and abs(sum(json.loads(gammas)) - 1) < 1e-12
+    one_layer = table[table["depth"] == 1]
+    assert np.allclose(one_layer["kappa"], one_layer["kappa_sigma"], rtol=1e-10)
+    # a Kronecker sum on whitened full-rank data: Lemma 1 = Lemma 2 (convex) is exact (the
+    # digits subsample has always-zero pixels, so its Sigma is a projector of lower rank)
+    tight = table[(table["depth"] == 2) & table["whitened"] & (table["dataset"] == "gaussian")]
+    assert len(tight) and np.allclose(tight["tightness_convex"], 1.0, rtol=1e-9)
+
+
+def test_residual_sweep_has_the_plain_net_and_every_beta(gn_config):
+    settings = gn_config["sweeps"]["fig5_residual"]
+    table = run_sweep("fig5_residual", settings, gn_config["data"])
+    plain = run_sweep(
+        "fig2_depth",
+        {**settings, "widths": [settings["width"]], "width_factors": []},
+        gn_config["data"],
+    )
+    linear = table[table["beta_rule"] == "0"].reset_index(drop=True)
+    assert np.allclose(linear["kappa"], plain["kappa"], rtol=1e-10)
+    deep = table[table["depth"] == 3].set_index(["dataset", "seed", "beta_rule"])["beta"]
+    assert set(deep.round(12)) == {0.0, 1.0, round(1 / math.sqrt(3), 12), round(1 / 3, 12)}
+
+
+def test_leaky_relu_matches_the_autodiff_reference_and_the_linear_net():
+    x = whiten(np.random.default_rng(0).standard_normal((6, 9)))
+    weights = kaiming_normal([9, 7, 3], seed=0)
+    for alpha in (0.0, 0.3):
+        record = leaky_record(weights, x, alpha)
+        reference = reference_gn_spectrum(LeakyReLUNet(weights, alpha), x)
+        assert rel(record["kappa"], reference.kappa) < 1e-8
+        assert_bound_holds(record["bound"], record["kappa"])
+    linear = linear_gn_spectrum(weights, x)
+    assert rel(leaky_record(weights, x, 1.0)["kappa"], linear.kappa) < 1e-8
+
+
+def test_batchnorm_arms():
+    x = np.random.default_rng(1).standard_normal((20, 5)) * [1, 2, 3, 4, 50]
+    weights = kaiming_normal([5, 8, 3], seed=0)
+    plain = one_hidden_linear(weights, x, batchnorm=False)
+    structured = linear_gn_spectrum(weights, x)
+    assert rel(reference_gn_spectrum(plain, x).kappa, structured.kappa) < 1e-8
+    model = one_hidden_linear(weights, x, batchnorm=True)
+    assert not model.training
+    samples = torch.as_tensor(x)
+    training = copy.deepcopy(model).train()  # BatchNorm with the batch's own statistics
+    with torch.no_grad():
+        assert torch.allclose(model(samples), training(samples), atol=1e-10)
+    spectrum = reference_gn_spectrum(model, x)
+    assert spectrum.kappa >= 1 and math.isfinite(spectrum.kappa)
+
+
+def test_pruning_with_pytorch_s_default_init(gn_config):
+    settings = {**gn_config["sweeps"]["fig1_pruning"], "init": "torch_default"}
+    table = run_sweep("fig1_pruning", settings, gn_config["data"])
+    assert set(table["init"]) == {"torch_default"}
+    first = table[table["epoch"] == 0]
+    assert first.groupby("prune_rate")["n_params"].first().is_monotonic_decreasing
+
+
+def test_pruning_masks_training_and_gn():
+    weight = torch.tensor([[0.1, -3.0, 0.5], [2.0, -0.2, 1.0]])
+    mask = magnitude_mask(weight, 0.5)
+    assert mask.tolist() == [[False, True, False], [True, False, True]]
+    assert magnitude_mask(weight, 0.0).all()
+    x, labels = digits_data(60)
+    weights = kaiming_normal([61, 12, 10], seed=0)
+    masks = [magnitude_mask(w, 0.6) for w in weights]
+    model = MaskedMLP(weights, masks)
+    spectrum = masked_gn_spectrum(model, x[:8])
+    kept = sum(int(m.sum()) for m in masks)
+    assert spectrum.rank <= min(kept, 8 * 10)
+    losses = train_losses(model, x, labels, {"lr": 0.1, "epochs": 3, "batch_size": 16}, seed=0)
+    assert len(losses) == 4 and losses[-1] < losses[0]
+    for param, mask in zip(model.weights, masks, strict=True):
+        assert (param.detach()[~mask] == 0).all()
+
+
+# ----------------------------------------------------------------------------------- exp7
+
+
+def saved_weights(model: str, depth: int, d: int = 6, diverge: bool = False) -> dict:
+    """Weights laid out as rule `train` saves them (``{stage}.{matrix}``, input layer first)."""
+    gen = np.random.default_rng(0)
+    layers = 2 if model == "relu_mlp" else depth
+    out = {}
+    for stage in ("initial", "final", "target"):
+        mats = [gen.standard_normal((d, d)) / math.sqrt(d) for _ in range(layers)]
+        if diverge and stage == "final":
+            mats[0][0, 0] = np.nan
+        product = mats[0]
+        for w in mats[1:]:
+            product = w @ product
+        out[f"{stage}.product"] = product
+        out.update({f"{stage}.layer{i + 1}": w for i, w in enumerate(mats)})
+    return out
+
+
+@pytest.mark.parametrize(
+    ("model", "depth", "bounds"),
+    [
+        ("deep_linear", 2, {"lemma1", "lemma2_convex", "lemma2_max"}),
+        ("deep_linear", 3, {"lemma2_convex", "lemma2_max"}),
+        ("relu_mlp", 2, {"lemma4"}),
+    ],
+)
+def test_exp7_rows_and_table(model, depth, bounds):
+    spec = {"model": model, "depth": depth, "dim": 6, "seed": 4}
+    rows = exp7_rows(saved_weights(model, depth), spec, EXP7_SETTINGS)
+    assert list(rows.columns) == EXP7_ROW_COLUMNS
+    assert set(rows["bound"]) == bounds
+    assert len(rows) == 2 * 2 * len(bounds)  # stages x inputs x bounds
+    assert set(rows["n_samples"]) == {5 if model == "relu_mlp" else 40}
+    assert_bounds_hold(rows)
+    whitened = rows[(rows["inputs"] == "whitened") & (rows["bound"] != "lemma4")]
+    assert np.allclose(whitened["kappa_sigma"], 1.0)
+    if depth == 2 and model == "deep_linear":  # a Kronecker sum on whitened data: tight
+        convex = whitened[whitened["bound"] == "lemma2_convex"]
+        assert np.allclose(convex["tightness"], 1.0, rtol=1e-9)
+    diverged = exp7_rows(saved_weights(model, depth, diverge=True), spec, EXP7_SETTINGS)
+    assert diverged.loc[diverged["stage"] == "final", "diverged"].all()
+    assert diverged.loc[diverged["stage"] == "final", "kappa"].isna().all()
+    table = exp7_table(pd.concat([rows, diverged.assign(seed=5)]), "exp7_depth")
+    final = table[table["stage"] == "final"]
+    assert (final["n"] == 1).all() and (final["n_diverged"] == 1).all()
+    assert (table.loc[table["stage"] == "initial", "n"] == 2).all()
+    assert list(table["stage"].unique()) == ["initial", "final"]
+    assert (table["tightness_min"] >= 1 - 1e-10).all()
+
+
+def test_exp7_rejects_the_single_matrix():
+    with pytest.raises(ValueError, match="no GN bounds"):
+        exp7_rows({}, {"model": "linear", "dim": 4, "seed": 0}, EXP7_SETTINGS)
+
+
+def test_the_rules_list_the_same_exp7_models():
+    text = (REPO / "workflow" / "rules" / "gauss_newton.smk").read_text()
+    models = re.search(r"GN_EXP7_MODELS = \(([^)]*)\)", text).group(1)
+    assert tuple(m.strip().strip('"') for m in models.split(",") if m.strip()) == EXP7_MODELS
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+def snakemake(workdir: Path, *args: str, config: Path = TEST_CONFIG) -> str:
+    """Run snakemake on ``config``; ``args`` (options, then targets) come last."""
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        REPO / "Snakefile",
+        "--directory",
+        workdir,
+        "--configfile",
+        config,
+        "--cores",
+        "2",
+    ]
+    proc = subprocess.run([*map(str, cmd), *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def gn_targets(config: dict) -> list[str]:
+    names = ["exp7", *config["sweeps"]]
+    return [
+        f"results/{kind}/gn_{name}.{ext}"
+        for name in names
+        for kind, exts in (("tables", ("parquet", "csv")), ("figures", ("png", "pdf")))
+        for ext in exts
+    ]
+
+
+def test_end_to_end_on_the_test_config(tmp_path, gn_config):
+    targets = gn_targets(gn_config)
+    snakemake(tmp_path, *targets)
+    for target in targets:
+        assert (tmp_path / target).stat().st_size > 0, target
+    per_trial = sorted((tmp_path / "results" / "gn").rglob("*.parquet"))
+    assert len(per_trial) == 6  # (deep linear L = 2, 3, ReLU MLP) x 2 seeds
+    for path in per_trial:
+        rows = pd.read_parquet(path)
+        assert list(rows.columns) == ["trial", *EXP7_ROW_COLUMNS]
+        assert_bounds_hold(rows)
+    exp7 = pd.read_csv(tmp_path / "results" / "tables" / "gn_exp7.csv")
+    assert set(exp7["stage"]) == {"initial", "final"} and set(exp7["n"]) == {2}
+    for name in gn_config["sweeps"]:
+        table = pd.read_parquet(tmp_path / "results" / "tables" / f"gn_{name}.parquet")
+        assert list(table.columns) == SWEEP_COLUMNS[name]
+        assert_bounds_hold(table)
+    # nothing reruns without an edit; editing one sweep reruns that sweep and its figure only
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", *targets)
+    edited = yaml.safe_load(TEST_CONFIG.read_text())
+    edited["gauss_newton"]["sweeps"]["fig6_leaky_width"]["seeds"] = 3
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(edited))
+    out = snakemake(tmp_path, "-n", *targets, config=tmp_path / "edited.yaml")
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?    output: ([^,\n]+)", out, re.M)
+    assert sorted(jobs) == [
+        ("gn_plot", "results/figures/gn_fig6_leaky_width.png"),
+        ("gn_sweep", "results/tables/gn_fig6_leaky_width.parquet"),
+    ]
