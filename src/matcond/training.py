@@ -46,21 +46,6 @@ MULTIPLIER_STRATEGIES = {
 MULTIPLIER_STRATEGIES["sv_multipliers"] = models.SingularValueMultipliers
 
 
-class DeviceUnavailableError(RuntimeError):
-    """The config asks for a device this machine does not have."""
-
-
-def resolve_device(requested: str) -> torch.device:
-    """torch.device for the config's ``device`` (cpu or cuda); a clear error if cuda is missing."""
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise DeviceUnavailableError(
-            "config key device is 'cuda' but torch sees no GPU here "
-            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}); "
-            "set device: cpu"
-        )
-    return torch.device(requested)
-
-
 @dataclass(frozen=True)
 class TrainingOutcome:
     """What a training run leaves behind besides its recorded snapshots."""
