@@ -1,15 +1,19 @@
 """Wall time of a whole workflow run from an empty results/, and what each training job costs.
 
-Runs `snakemake` on a config in a fresh working directory, then reads every training job's
-benchmark file (wall seconds and peak RSS of the job's process, written by Snakemake) and its
-log (the in-process compute seconds, written by scripts/train_trial.py), and prints:
+Runs `snakemake` on a config in fresh working directories, once with the trial server
+(`trial_server: true`, the default: trials run in forked children of one process that has
+imported torch) and once without (every trial starts Python and imports torch), then reads
+every training job's benchmark file (wall seconds, written by Snakemake) and its log (the
+in-process compute seconds and peak RSS, written by matcond.run.run_trial_job), and prints
+per mode:
 - the workflow's wall time and its job count;
 - per training job: wall, compute, overhead = wall - compute (interpreter start, imports,
   Snakemake's script preamble, writing outputs), as medians and totals;
-- the peak memory of the training jobs at the largest dimension.
+- the peak memory of the training processes per dimension;
+and the ratios between the two modes.
 
-    python benchmarks/workflow_bench.py                       # paper scale, --cores 2
-    python benchmarks/workflow_bench.py --config config/test/config.yaml --workdir /tmp/bench
+    python benchmarks/workflow_bench.py --experiments exp1_dimension exp2_optimizer
+    python benchmarks/workflow_bench.py --config config/test/config.yaml --modes server
 """
 
 from __future__ import annotations
@@ -23,17 +27,21 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# trial_server per mode: a process per trial, or trials forked from the trial server
+MODES = {"process": False, "server": True}
 
 
-def run_workflow(workdir: Path, config: Path, cores: int) -> float:
-    """Run the workflow in ``workdir``; return its wall seconds."""
+def run_workflow(workdir: Path, config: dict, cores: int) -> float:
+    """Run the workflow with ``config`` in ``workdir``; return its wall seconds."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [
         str(Path(sys.executable).with_name("snakemake")),
         *("-s", str(REPO / "Snakefile"), "--directory", str(workdir)),
-        *("--configfile", str(config.resolve()), "--cores", str(cores), "--resources", "gpu=1"),
-        "--quiet",
+        *("--configfile", str(workdir / "config.yaml"), "--cores", str(cores)),
+        *("--resources", "gpu=1", "--quiet"),
     ]
     start = time.perf_counter()
     subprocess.run(cmd, check=True)
@@ -41,40 +49,22 @@ def run_workflow(workdir: Path, config: Path, cores: int) -> float:
 
 
 def training_jobs(workdir: Path) -> pd.DataFrame:
-    """One row per training job: dim, wall seconds, peak RSS (MB), compute seconds."""
+    """One row per training job: dim, wall seconds, compute seconds, peak RSS (MB)."""
     rows = []
     for bench in (workdir / "results" / "benchmarks" / "train").rglob("*.tsv"):
         record = pd.read_csv(bench, sep="\t").iloc[0]
         trial = bench.relative_to(workdir / "results" / "benchmarks" / "train").with_suffix("")
         log = (workdir / "results" / "logs" / "train" / trial).with_suffix(".log").read_text()
         compute = float(re.search(r"compute_seconds=([\d.]+)", log).group(1))
+        peak = float(re.search(r"peak_rss_mb=([\d.]+)", log).group(1))
         dim = int(re.search(r"/d(\d+)/", f"/{trial}/").group(1))
-        rows.append(
-            {"dim": dim, "wall": record["s"], "max_rss_mb": record["max_rss"], "compute": compute}
-        )
+        rows.append({"dim": dim, "wall": record["s"], "compute": compute, "peak_rss_mb": peak})
     return pd.DataFrame(rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--config", type=Path, default=REPO / "config" / "config.yaml")
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument(
-        "--workdir", type=Path, help="empty or new directory (default: a temporary one)"
-    )
-    args = parser.parse_args()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="matcond-bench-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    if (workdir / "results").exists():
-        sys.exit(f"{workdir}/results exists: the benchmark needs an empty results directory")
-
-    wall = run_workflow(workdir, args.config, args.cores)
-    jobs = training_jobs(workdir)
-    jobs["overhead"] = jobs["wall"] - jobs["compute"]
-    print(f"workdir: {workdir}")
-    print(f"workflow wall time (--cores {args.cores}): {wall:.1f} s for {len(jobs)} training jobs")
+def report(mode: str, wall: float, jobs: pd.DataFrame, cores: int) -> None:
+    """Print one mode's figures."""
+    print(f"== {mode}: workflow wall time (--cores {cores}): {wall:.1f} s, {len(jobs)} trials")
     median = jobs[["wall", "compute", "overhead"]].median()
     print(
         f"training jobs, median s: wall {median['wall']:.2f}, compute {median['compute']:.2f}, "
@@ -91,9 +81,45 @@ def main() -> None:
         wall=("wall", "median"),
         compute=("compute", "median"),
         overhead=("overhead", "median"),
-        peak_rss_mb=("max_rss_mb", "max"),
+        peak_rss_mb=("peak_rss_mb", "max"),
     )
     print(summary.round(2).to_string())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config", type=Path, default=REPO / "config" / "config.yaml")
+    parser.add_argument("--experiments", nargs="+", help="run only these experiments")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, help="new directory (default: a temporary one)")
+    args = parser.parse_args()
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="matcond-bench-"))
+    config = yaml.safe_load(args.config.read_text())
+    if args.experiments:
+        config["experiments"] = {name: config["experiments"][name] for name in args.experiments}
+        config.pop("gauss_newton", None)
+    print(f"workdirs under {root}")
+    results = {}
+    for mode in args.modes:
+        workdir = root / mode
+        if (workdir / "results").exists():
+            sys.exit(f"{workdir}/results exists: the benchmark needs an empty results directory")
+        workdir.mkdir(parents=True, exist_ok=True)
+        wall = run_workflow(workdir, {**config, "trial_server": MODES[mode]}, args.cores)
+        jobs = training_jobs(workdir)
+        jobs["overhead"] = jobs["wall"] - jobs["compute"]
+        report(mode, wall, jobs, args.cores)
+        results[mode] = (wall, jobs)
+    if len(results) == 2:
+        (wall_a, jobs_a), (wall_b, jobs_b) = results["process"], results["server"]
+        print(
+            f"process / server: workflow wall {wall_a / wall_b:.2f}x, median job wall "
+            f"{jobs_a['wall'].median() / jobs_b['wall'].median():.2f}x, total job overhead "
+            f"{jobs_a['overhead'].sum() / jobs_b['overhead'].sum():.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -1,21 +1,26 @@
-"""Snakemake entry point of rule `train`: one trial -> its tidy parquet table and weights."""
+"""Snakemake entry point of rule `train`: one trial -> its tidy parquet table and weights.
 
-import json
+On a local run the trial server (matcond.trialserver) trains it in a forked child, so this
+script imports neither torch nor pandas; without a server it trains the trial itself.
+"""
+
+import os
 import sys
-import time
 
-import torch
+from matcond.trialserver import request_trial
 
-from matcond.joblog import logging_to
-from matcond.run import run_trial, write_table, write_weights
-from matcond.training import resolve_device
+job = {
+    "spec_json": snakemake.params.spec,
+    "table": os.path.abspath(snakemake.output.table),
+    "weights": os.path.abspath(snakemake.output.weights),
+    "log": os.path.abspath(snakemake.log[0]),
+    "threads": snakemake.threads,
+    "device": snakemake.config["device"],
+}
+status = request_trial(**job)
+if status is None:
+    from matcond.run import run_trial_job
 
-with logging_to(snakemake.log[0]):
-    spec = json.loads(snakemake.params.spec)
-    torch.set_num_threads(snakemake.threads)  # fixed thread count: identical bits on any --cores
-    device = resolve_device(snakemake.config["device"])
-    start = time.perf_counter()
-    table, weights = run_trial(spec, device)
-    write_table(table, spec, snakemake.output.table)
-    write_weights(weights, spec, snakemake.output.weights)
-    print(f"device={device} compute_seconds={time.perf_counter() - start:.3f}", file=sys.stderr)
+    run_trial_job(**job)
+elif status != 0:
+    sys.exit(f"training failed on the trial server: see {snakemake.log[0]}")

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,8 @@ import torch
 from safetensors.torch import save_file
 
 from matcond.components import compare, singular_values
+from matcond.devices import claim_device
+from matcond.joblog import logging_to
 from matcond.targets import make_teacher
 from matcond.training import train
 
@@ -121,3 +126,29 @@ def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) 
     }
     meta = {"matcond.spec": json.dumps(spec, sort_keys=True)}
     _replace_atomically(Path(path), lambda p: save_file(tensors, str(p), metadata=meta))
+
+
+def run_trial_job(
+    spec_json: str, table: str, weights: str, log: str, threads: int, device: str
+) -> None:
+    """What one training job does, in its own process or a trial server's child.
+
+    Train the trial with ``threads`` torch threads on the config's ``device`` (a GPU is
+    claimed for the job's lifetime, :mod:`matcond.devices`), write its table and weights, and
+    log the compute seconds and peak memory; errors end up in ``log`` with their traceback.
+    """
+    with logging_to(log):
+        spec = json.loads(spec_json)
+        torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
+        with claim_device(device) as torch_device:
+            start = time.perf_counter()
+            result, final = run_trial(spec, torch_device)
+            compute_seconds = time.perf_counter() - start
+        write_table(result, spec, table)
+        write_weights(final, spec, weights)
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"device={torch_device} compute_seconds={compute_seconds:.3f} "
+            f"peak_rss_mb={peak_mb:.0f}",
+            file=sys.stderr,
+        )

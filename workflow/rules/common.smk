@@ -1,11 +1,13 @@
 # Config validation, trial enumeration and the helpers every rule uses.
 import hashlib
 import json
+import os
 import sys
 
 from matcond.catalog import FIGURES
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.config import ConfigError, check_results_dir, validate_config
+from matcond.trialserver import ADDRESS_ENV, TrialServer
 from matcond.trials import all_trials, swept_settings
 
 try:
@@ -17,11 +19,32 @@ except ConfigError as err:
 config.update(_validated)
 
 
+# The trial server of a local run (matcond.trialserver); its address reaches the jobs
+# through the environment they inherit.
+TRIAL_SERVERS = []
+
+
 onstart:
     try:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
+    own_environment = not workflow.deployment_settings.deployment_method
+    if config["trial_server"] and workflow.local_exec and own_environment:
+        server = TrialServer.start()
+        if server is not None:
+            os.environ[ADDRESS_ENV] = server.address
+            TRIAL_SERVERS.append(server)
+
+
+onsuccess:
+    for server in TRIAL_SERVERS:
+        server.stop()
+
+
+onerror:
+    for server in TRIAL_SERVERS:
+        server.stop()
 
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}

@@ -1,0 +1,162 @@
+"""Train trials in forked children of one process that has imported torch once.
+
+A local training job spends ~4 s starting Python and importing torch, pandas and pyarrow for
+well under a second of training at paper scale. So a local run starts one *trial server*
+(``onstart`` in workflow/rules/common.smk): a process that imports everything once and listens
+on a Unix socket whose path it publishes in ``$MATCOND_TRIAL_SERVER``. Every trial is still
+one Snakemake job with its own outputs, log, threads and resources; its script
+(scripts/train_trial.py) imports only this module, sends its request and waits, and the
+server forks a child that runs exactly what the job would have run in its own process
+(:func:`matcond.run.run_trial_job`) and reports the exit status back.
+
+- No server (``trial_server: false``, a SLURM job, ``--sdm conda``, or the server did not come
+  up): the job trains in its own process, with the same result bit for bit.
+- A job whose script is killed (Snakemake cancels it) takes its child with it: the child exits
+  when the connection to its job closes. Children die with the server, and the server with
+  the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is also in
+  Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
+- The server never touches CUDA before forking (a CUDA context does not survive ``fork``);
+  each child initialises its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ADDRESS_ENV = "MATCOND_TRIAL_SERVER"
+READY = b"ready\n"
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM this process when its parent dies (no-op elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def request_trial(**job) -> int | None:
+    """Run one trial on the server named by ``$MATCOND_TRIAL_SERVER``; its exit status.
+
+    ``job`` holds the keyword arguments of :func:`matcond.run.run_trial_job`. None if there is
+    no server to ask (the caller then runs the trial itself); a server that goes away while
+    the trial runs is an error.
+    """
+    address = os.environ.get(ADDRESS_ENV)
+    if not address:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(address)
+    except OSError:
+        conn.close()
+        return None
+    with conn:
+        conn.sendall(json.dumps(job).encode() + b"\n")
+        reply = conn.makefile("rb").readline()
+    if not reply:
+        raise RuntimeError(f"the trial server at {address} stopped before the trial finished")
+    return int(reply)
+
+
+def _run_child(conn: socket.socket, job: dict) -> None:
+    """In the forked child: run the job, send its exit status, exit."""
+    _die_with_parent()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+    def exit_if_job_is_gone() -> None:  # the job sends nothing more: EOF means it is gone
+        if not conn.recv(1):
+            os._exit(1)
+
+    threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
+    status = 1
+    try:
+        from matcond.run import run_trial_job
+
+        run_trial_job(**job)
+        status = 0
+    except BaseException:  # run_trial_job has logged it to the job's log
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            conn.sendall(f"{status}\n".encode())
+        os._exit(status)
+
+
+def serve(address: str) -> None:
+    """Import the training stack, listen on ``address``, fork one child per request."""
+    import matcond.run  # noqa: F401  (the imports every child shares)
+
+    _die_with_parent()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(64)
+    sys.stdout.buffer.write(READY)
+    sys.stdout.flush()
+    os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
+    while True:
+        conn, _ = listener.accept()
+        job = json.loads(conn.makefile("rb").readline())
+        if os.fork() == 0:
+            listener.close()
+            _run_child(conn, job)
+        conn.close()
+
+
+class TrialServer:
+    """A running server: :meth:`start` it, publish its address, :meth:`stop` it."""
+
+    def __init__(self, process: subprocess.Popen, directory: Path):
+        self.process = process
+        self.directory = directory
+        self.address = str(directory / "trials.sock")
+
+    @classmethod
+    def start(cls, timeout: float = 120.0) -> TrialServer | None:
+        """Start a server and wait until it listens; None (with a warning) if it does not."""
+        # /tmp, not the working directory: a socket path has at most 107 bytes
+        directory = Path(tempfile.mkdtemp(prefix="matcond-trials-"))
+        address = str(directory / "trials.sock")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "matcond.trialserver", address],
+            stdout=subprocess.PIPE,
+            preexec_fn=_die_with_parent,
+        )
+        ready: list[bytes] = []
+        reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()))
+        reader.start()
+        reader.join(timeout)
+        server = cls(process, directory)
+        if ready != [READY]:
+            server.stop()
+            message = "trial server did not start: every trial runs in its own process"
+            print(message, file=sys.stderr)
+            return None
+        return server
+
+    def stop(self) -> None:
+        """Stop the server (its running children die with it) and remove its socket."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,112 @@
+"""The trial server: same bytes as a trial run in its own process, clean failure and shutdown."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from matcond.run import run_trial_job
+from matcond.trialserver import ADDRESS_ENV, TrialServer, request_trial
+
+
+@pytest.fixture(scope="module")
+def server():
+    started = TrialServer.start()
+    assert started is not None
+    yield started
+    started.stop()
+
+
+def job(spec: dict, directory: Path, name: str) -> dict:
+    directory.mkdir(parents=True, exist_ok=True)
+    return {
+        "spec_json": json.dumps(spec, sort_keys=True),
+        "table": str(directory / f"{name}.parquet"),
+        "weights": str(directory / f"{name}.safetensors"),
+        "log": str(directory / f"{name}.log"),
+        "threads": 1,
+        "device": "cpu",
+    }
+
+
+def children(server: TrialServer) -> list[psutil.Process]:
+    return psutil.Process(server.process.pid).children()
+
+
+def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    served = job(spec, tmp_path / "served", "trial")
+    assert request_trial(**served) == 0
+    local = job(spec, tmp_path / "local", "trial")
+    run_trial_job(**local)
+    for key in ("table", "weights"):
+        assert Path(served[key]).read_bytes() == Path(local[key]).read_bytes()
+    assert "compute_seconds=" in Path(served["log"]).read_text()
+
+
+def test_without_a_server_the_caller_runs_the_trial(spec, tmp_path, monkeypatch):
+    monkeypatch.delenv(ADDRESS_ENV, raising=False)
+    assert request_trial(**job(spec, tmp_path, "a")) is None
+    monkeypatch.setenv(ADDRESS_ENV, str(tmp_path / "gone.sock"))  # a server that stopped
+    assert request_trial(**job(spec, tmp_path, "b")) is None
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_a_failing_trial_reports_its_status_and_logs_the_traceback(
+    server, spec, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    failing = job({**spec, "optimizer": "lbfgs"}, tmp_path, "bad")
+    assert request_trial(**failing) == 1
+    assert "Traceback" in Path(failing["log"]).read_text()
+    assert not Path(failing["table"]).exists()
+    assert server.process.poll() is None  # the server goes on
+
+
+def long_trial(spec: dict, tmp_path: Path) -> dict:
+    return job({**spec, "dim": 64, "epochs": 200_000, "record_every": 200_000}, tmp_path, "long")
+
+
+def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(server.address)
+    conn.sendall(json.dumps(long_trial(spec, tmp_path)).encode() + b"\n")
+    wait_until(lambda: len(children(server)) == 1)
+    conn.close()  # what the job's end (kill, Ctrl-C) does to its connection
+    wait_until(lambda: not children(server))
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_stopping_the_server_fails_the_running_job(spec, tmp_path, monkeypatch):
+    own = TrialServer.start()
+    monkeypatch.setenv(ADDRESS_ENV, own.address)
+    errors = []
+
+    def run() -> None:
+        try:
+            request_trial(**long_trial(spec, tmp_path))
+        except RuntimeError as err:
+            errors.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until(lambda: len(children(own)) == 1)
+    child = children(own)[0]
+    own.stop()
+    thread.join(timeout=30)
+    assert errors and "stopped before the trial finished" in str(errors[0])
+    wait_until(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
+    assert not Path(own.address).exists()
