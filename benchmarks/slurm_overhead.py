@@ -1,0 +1,176 @@
+"""What a training trial costs under SLURM besides its training: one job per trial vs grouped.
+
+Brings up the single-node test cluster (``tests/slurm/cluster.sh up``: root and the Debian
+SLURM packages; ``tests/slurm/cluster.sh install``), runs the small config (exp1_dimension,
+d in {4, 8}, ``--seeds`` seeds, 20 epochs, no Gauss-Newton sweeps) from an empty results/
+through ``profiles/slurm`` once per mode, and stops the cluster (``cluster.sh down``):
+
+- ``per-trial``: ``--group-components trials=1``, one SLURM job per trial;
+- ``grouped``: the profile as it is (``trials=16``: up to 16 trials per job, two at a time).
+
+Aggregation, plots and claims are one ``post`` job in both. Per mode it prints the workflow's
+wall time, the SLURM span of the trials (first submission to last end), and per trial:
+
+- job seconds: ``sacct`` ElapsedRaw of the trial jobs, summed and divided by the trials;
+- CPU seconds: the same weighted by AllocCPUS (a group job holds 2 CPUs);
+- compute: the in-process ``compute_seconds=`` that scripts/train_trial.py logs into
+  ``results/logs/train/<trial>.log``;
+- overhead = job (or CPU) seconds - compute: Snakemake's start and DAG in the job, ``srun``,
+  the Python start and imports (mostly ``import torch``: ~4 s of a ~4.3 s job locally).
+
+    sudo .venv/bin/python benchmarks/slurm_overhead.py               # 4 trials per mode
+    sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 8     # 16 trials
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "slurm"))
+from slurmcluster import ACCOUNT, PARTITION, client_env, run_script, skip_reason  # noqa: E402
+
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (.*)\)\.")
+MODES = {"per-trial": ["--group-components", "trials=1"], "grouped": []}
+
+
+def small_config(seeds: int) -> dict:
+    return {
+        "device": "cpu",
+        "defaults": {"epochs": 20, "batch_size": 16, "dim": 8},
+        "experiments": {"exp1_dimension": {"grid": {"dim": [4, 8]}, "seeds": seeds}},
+    }
+
+
+def run_mode(workdir: Path, env: dict[str, str], extra: list[str]) -> tuple[float, str]:
+    """Run the workflow in ``workdir`` on the cluster; return its wall seconds and its log."""
+    cmd = [
+        str(SNAKEMAKE),
+        *("-s", str(REPO / "Snakefile"), "--directory", str(workdir)),
+        *("--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles/slurm")),
+        *("--default-resources", f"slurm_account={ACCOUNT}", f"slurm_partition={PARTITION}"),
+        *("--slurm-init-seconds-before-status-checks", "2", "--verbose", *extra),
+    ]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        sys.exit(f"snakemake failed in {workdir}:\n{log[-5000:]}")
+    return wall, log
+
+
+def sacct(env: dict[str, str], job_ids: list[str]) -> list[dict[str, str]]:
+    fields = ["JobID", "ElapsedRaw", "AllocCPUS", "Submit", "End", "State"]
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-j", ",".join(job_ids), "-o", ",".join(fields)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [dict(zip(fields, line.split("|"), strict=True)) for line in out.splitlines()]
+
+
+def measure(workdir: Path, env: dict[str, str], extra: list[str]) -> dict[str, float]:
+    wall, log = run_mode(workdir, env, extra)
+    train_ids = [
+        job_id
+        for job_id, path in SUBMITTED.findall(log)
+        if "/rule_train/" in path or "/group_trials_train/" in path
+    ]
+    # sacct may lag a job's end by a moment.
+    for _ in range(60):
+        jobs = sacct(env, train_ids)
+        if len(jobs) == len(train_ids) and all(j["State"] == "COMPLETED" for j in jobs):
+            break
+        time.sleep(1)
+    else:
+        sys.exit(f"trial jobs not all COMPLETED in sacct: {jobs}")
+    logs = list((workdir / "results" / "logs" / "train").rglob("*.log"))
+    compute = [float(re.search(r"compute_seconds=([\d.]+)", p.read_text()).group(1)) for p in logs]
+    trials = len(compute)
+    job_seconds = sum(int(j["ElapsedRaw"]) for j in jobs)
+    cpu_seconds = sum(int(j["ElapsedRaw"]) * int(j["AllocCPUS"]) for j in jobs)
+    first = min(datetime.fromisoformat(j["Submit"]) for j in jobs)
+    last = max(datetime.fromisoformat(j["End"]) for j in jobs)
+    return {
+        "wall": wall,
+        "trials": trials,
+        "slurm_jobs": len(jobs),
+        "span": (last - first).total_seconds(),
+        "job_s": job_seconds / trials,
+        "cpu_s": cpu_seconds / trials,
+        "compute_s": sum(compute) / trials,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, default=2, help="seeds per d (trials: 2 x seeds)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("SLURM_TEST_PORT", 16827)),
+        help="first of the cluster's three TCP ports (default: $SLURM_TEST_PORT or 16827)",
+    )
+    args = parser.parse_args()
+    reason = skip_reason()
+    if reason:
+        sys.exit(reason)
+    os.environ["SLURM_TEST_PORT"] = str(args.port)  # read by cluster.sh
+
+    state_dir = Path(tempfile.mkdtemp(prefix="slurm-bench-", dir="/tmp"))
+    work_root = Path(tempfile.mkdtemp(prefix="matcond-slurm-bench-"))
+    up = run_script("up", state_dir)
+    if up.returncode != 0:
+        sys.exit(f"cluster.sh up failed:\n{up.stdout}\n{up.stderr}")
+    results = {}
+    try:
+        env = client_env(state_dir)
+        config = yaml.safe_dump(small_config(args.seeds))
+        for mode, extra in MODES.items():
+            workdir = work_root / mode
+            workdir.mkdir()
+            (workdir / "config.yaml").write_text(config)
+            results[mode] = measure(workdir, env, extra)
+    finally:
+        down = run_script("down", state_dir)
+        if down.returncode != 0:
+            print(f"cluster.sh down failed (state kept in {state_dir}):\n{down.stderr}")
+        else:
+            shutil.rmtree(state_dir, ignore_errors=True)
+    shutil.rmtree(work_root, ignore_errors=True)
+
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(f"small config, {args.seeds} seeds x d in {{4, 8}}; {os.cpu_count()} CPUs, load {load}")
+    print(
+        f"{'mode':<10} {'trials':>6} {'jobs':>5} {'wall s':>7} {'span s':>7} "
+        f"{'job s/trial':>11} {'CPU s/trial':>11} {'compute s':>9} "
+        f"{'overhead (job) s':>16} {'overhead (CPU) s':>16}"
+    )
+    for mode, r in results.items():
+        print(
+            f"{mode:<10} {r['trials']:>6} {r['slurm_jobs']:>5} {r['wall']:>7.1f} "
+            f"{r['span']:>7.0f} {r['job_s']:>11.2f} {r['cpu_s']:>11.2f} {r['compute_s']:>9.3f} "
+            f"{r['job_s'] - r['compute_s']:>16.2f} {r['cpu_s'] - r['compute_s']:>16.2f}"
+        )
+    print("wall: the whole workflow (trials, then one post job); span: the trials in SLURM")
+
+
+if __name__ == "__main__":
+    main()
