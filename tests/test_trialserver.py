@@ -80,6 +80,14 @@ def long_trial(spec: dict, tmp_path: Path) -> dict:
     return job({**spec, "dim": 64, "epochs": 200_000, "record_every": 200_000}, tmp_path, "long")
 
 
+def test_a_job_that_goes_away_before_its_request_leaves_the_server_running(server):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(server.address)
+    conn.close()
+    time.sleep(0.2)
+    assert server.process.poll() is None and not children(server)
+
+
 def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(server.address)

@@ -68,21 +68,21 @@ def request_trial(**job) -> int | None:
     return int(reply)
 
 
-def _run_child(conn: socket.socket, job: dict) -> None:
-    """In the forked child: run the job, send its exit status, exit."""
-    _die_with_parent()
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-
-    def exit_if_job_is_gone() -> None:  # the job sends nothing more: EOF means it is gone
-        if not conn.recv(1):
-            os._exit(1)
-
-    threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
+def _run_child(conn: socket.socket, request: bytes) -> None:
+    """In the forked child: run the requested job, send its exit status, exit (never returns)."""
     status = 1
     try:
+        _die_with_parent()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+        def exit_if_job_is_gone() -> None:  # the job sends nothing more: EOF means it is gone
+            if not conn.recv(1):
+                os._exit(1)
+
+        threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
         from matcond.run import run_trial_job
 
-        run_trial_job(**job)
+        run_trial_job(**json.loads(request))
         status = 0
     except BaseException:  # run_trial_job has logged it to the job's log
         pass
@@ -94,9 +94,9 @@ def _run_child(conn: socket.socket, job: dict) -> None:
 
 def serve(address: str) -> None:
     """Import the training stack, listen on ``address``, fork one child per request."""
+    _die_with_parent()
     import matcond.run  # noqa: F401  (the imports every child shares)
 
-    _die_with_parent()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -107,10 +107,10 @@ def serve(address: str) -> None:
     os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
     while True:
         conn, _ = listener.accept()
-        job = json.loads(conn.makefile("rb").readline())
-        if os.fork() == 0:
+        request = conn.makefile("rb").readline()
+        if request and os.fork() == 0:  # no request: the job went away before sending it
             listener.close()
-            _run_child(conn, job)
+            _run_child(conn, request)
         conn.close()
 
 
@@ -131,7 +131,6 @@ class TrialServer:
         process = subprocess.Popen(
             [sys.executable, "-m", "matcond.trialserver", address],
             stdout=subprocess.PIPE,
-            preexec_fn=_die_with_parent,
         )
         ready: list[bytes] = []
         reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()))
