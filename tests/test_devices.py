@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from matcond.devices import (
     LOCK_DIR_ENV,
@@ -195,3 +196,27 @@ def test_a_killed_holder_releases_its_gpu(tmp_path: Path) -> None:
     assert holder.returncode == -signal.SIGKILL
     with claim(tmp_path, device_count=1, timeout=5, poll=0.05) as device:
         assert device == torch.device("cuda", 0)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+@pytest.mark.parametrize("trial_server", [True, False])
+def test_a_cuda_run_without_a_gpu_fails_its_job_with_the_message_in_the_log(
+    tmp_path: Path, trial_server: bool
+) -> None:
+    """Through the workflow, with and without the trial server: the job fails, its log says why."""
+    config = {
+        "device": "cuda",
+        "trial_server": trial_server,
+        "defaults": {"epochs": 2, "dim": 4},
+        "experiments": {"e": {"seeds": 1}},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake = Path(sys.executable).with_name("snakemake")
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [snakemake, "-s", repo / "Snakefile", "--directory", tmp_path, "--configfile"]
+    cmd += [tmp_path / "config.yaml", "--cores", "1", "--resources", "gpu=1"]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    assert proc.returncode != 0
+    (log,) = (tmp_path / "results" / "logs" / "train").rglob("*.log")
+    assert "config key device is 'cuda' but torch sees no GPU here" in log.read_text()
+    assert not list((tmp_path / "results").rglob("*.parquet"))
