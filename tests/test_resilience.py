@@ -32,7 +32,10 @@ def write_config(workdir: Path) -> None:
     config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
     config["experiments"] = {name: config["experiments"][name] for name in EXPERIMENTS}
     config.pop("gauss_newton")  # its sweeps are not what this test interrupts
-    for name in EXPERIMENTS:  # 12 trials: the run must outlast the third kill
+    # 12 trials of ~1.5 s each (4000 epochs): the run must outlast the third kill, and with
+    # the trial server a 20-epoch trial takes a fraction of a second
+    config["defaults"]["epochs"] = 4000
+    for name in EXPERIMENTS:
         config["experiments"][name]["seeds"] = 4
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
