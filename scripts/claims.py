@@ -1,4 +1,5 @@
-"""Snakemake entry point of rule `claims`: experiment tables -> the claims table (CSV, Markdown)."""
+"""Snakemake entry point of rule `claims`: per-trial tables -> the claims table (CSV, Markdown)
+and the claims under each reading of the paper's ambiguous settings."""
 
 import sys
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from matcond.claims import evaluate, to_markdown
+from matcond.claims import evaluate, evaluate_readings, readings_summary, to_markdown
 from matcond.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
@@ -16,3 +17,8 @@ with logging_to(snakemake.log[0]):
     table.to_csv(snakemake.output.csv, index=False)
     Path(snakemake.output.md).write_text(to_markdown(table))
     print(table["verdict"].value_counts().to_string(), file=sys.stderr)
+    readings = evaluate_readings(claims, tables)
+    readings.to_parquet(snakemake.output.readings, index=False)
+    readings.to_csv(snakemake.output.readings_csv, index=False)
+    summary = readings_summary(readings) if len(readings) else pd.DataFrame()
+    Path(snakemake.output.readings_md).write_text(to_markdown(summary))

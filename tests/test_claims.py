@@ -1,32 +1,60 @@
-"""The claims table: measurements and the verdict rule on a hand-made experiment table."""
+"""The claims table: measurements, bootstrap intervals and the verdict rule on a hand-made
+per-trial table whose distributions are known."""
 
 import math
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
-from matcond.claims import CLAIM_COLUMNS, evaluate, to_markdown
+from matcond.claims import (
+    CLAIM_COLUMNS,
+    VERDICTS,
+    evaluate,
+    evaluate_readings,
+    readings_summary,
+    to_markdown,
+)
+
+SEEDS = 12
 
 
-def row(component, dim, mean, n_diverged=0):
-    return {
-        "matrix": "product",
-        "epoch": 10,
-        "component": component,
-        "dim": dim,
-        "mean": mean,
-        "ci_low": mean - 0.01,
-        "ci_high": mean + 0.01,
-        "n": 5,
-        "n_diverged": n_diverged,
-    }
+def trial_rows(component: str, errors, **settings) -> list[dict]:
+    return [
+        {
+            **settings,
+            "seed": seed,
+            "matrix": "product",
+            "epoch": 10,
+            "component": component,
+            "trained": 2.0 + seed,
+            "target": 1.0 + seed,
+            "error": error,
+            "diverged": False,
+        }
+        for seed, error in enumerate(errors)
+    ]
 
 
 @pytest.fixture
 def tables():
-    exp = pd.DataFrame(
-        [row("kappa", 32, 0.1), row("kappa", 512, 0.5, n_diverged=2), row("norm", 32, 0.13)]
-    )
+    rng = np.random.default_rng(0)
+    shared = rng.lognormal(size=SEEDS)  # what the arms of one seed share (target, data)
+    rows = []
+    rows += trial_rows("row_norms", 0.13 + 0.001 * rng.standard_normal(SEEDS), dim=32)
+    rows += trial_rows("row_norms", 0.13 + 0.001 * rng.standard_normal(SEEDS), dim=512)
+    rows += trial_rows("condition_number", 0.1 * shared, dim=32)
+    rows += trial_rows("condition_number", 0.5 * shared * rng.lognormal(0, 1e-3, SEEDS), dim=512)
+    rows += trial_rows(
+        "spectral_gap", rng.lognormal(0, 1.0, SEEDS), dim=32
+    )  # median ~1, wide interval
+    exp = pd.DataFrame(rows)
+    exp.loc[
+        (exp["component"] == "condition_number") & (exp["dim"] == 512) & (exp["seed"] == 0),
+        "diverged",
+    ] = True
     return {"exp": exp}
 
 
@@ -41,70 +69,163 @@ def claim(claim_id, paper_value, **kw):
     }
 
 
-def test_verdicts(tables):
-    claims = {
-        "default_tolerance": 0.25,
-        "claims": [
-            claim("close", 0.12, filter={"component": "norm", "dim": 32}),
-            claim("far", 34.9, filter={"component": "kappa", "dim": 512}),
-            claim(
-                "far_but_direction",
-                34.9,
-                filter={"component": "kappa", "dim": 512},
-                expect="greater",
-                baseline={"component": "kappa", "dim": 32},
-            ),
-            claim(
-                "ratio",
-                5.0,
-                kind="ratio",
-                filter={"component": "kappa", "dim": 512},
-                baseline={"component": "kappa", "dim": 32},
-            ),
-            claim(
-                "improvement_wrong_way",
-                0.5,
-                kind="improvement",
-                filter={"component": "kappa", "dim": 512},
-                baseline={"component": "kappa", "dim": 32},
-                expect="greater",
-            ),
-            claim("range", [0.0, 0.2], filter={"component": "kappa", "dim": 32}),
-            claim("missing_row", 1.0, filter={"component": "kappa", "dim": 64}),
-            {**claim("missing_table", 1.0, filter={"component": "kappa"}), "table": "nope"},
-        ],
-    }
-    table = evaluate(claims, tables).set_index("claim_id")
+def run(tables, *claims):
+    return evaluate({"default_tolerance": 0.25, "claims": list(claims)}, tables).set_index(
+        "claim_id"
+    )
+
+
+def test_three_way_verdicts_from_the_interval(tables):
+    table = run(
+        tables,
+        claim("inside", 0.13, filter={"component": "row_norms", "dim": 32}),
+        claim("outside", 34.9, filter={"component": "condition_number", "dim": 512}),
+        claim("overlapping", 1.3, filter={"component": "spectral_gap", "dim": 32}),
+    )
     assert list(table.reset_index().columns) == CLAIM_COLUMNS
-    verdicts = table["verdict"].to_dict()
-    assert verdicts == {
-        "close": "reproduced",
-        "far": "not reproduced",
-        "far_but_direction": "direction only",
-        "ratio": "reproduced",
-        "improvement_wrong_way": "not reproduced",
-        "range": "reproduced",
-        "missing_row": "not comparable",
-        "missing_table": "not comparable",
+    assert table["verdict"].to_dict() == {
+        "inside": "reproduced",
+        "outside": "not reproduced",
+        "overlapping": "inconclusive",
     }
-    assert table.loc["ratio", "measured"] == pytest.approx(5.0)
-    assert table.loc["improvement_wrong_way", "measured"] == pytest.approx(-4.0)
-    assert table.loc["far", "n_diverged"] == 2 and table.loc["ratio", "n_diverged"] == 2
-    assert math.isnan(table.loc["missing_row", "measured"])
+    inside = table.loc["inside"]
+    assert inside["band_low"] == pytest.approx(0.0975) and inside["band_high"] == pytest.approx(
+        0.1625
+    )
+    assert inside["ci_low"] <= inside["measured"] <= inside["ci_high"]
+    assert table.loc["outside", "statistic"] == "median"  # a heavy-tailed component
+    assert table.loc["inside", "statistic"] == "mean"
+
+
+def test_direction_only_needs_the_direction_interval_on_the_expected_side(tables):
+    table = run(
+        tables,
+        claim(
+            "grows",
+            34.9,
+            filter={"component": "condition_number", "dim": 512},
+            expect="greater",
+            baseline={"component": "condition_number", "dim": 32},
+        ),
+        claim(
+            "shrinks",
+            34.9,
+            filter={"component": "condition_number", "dim": 512},
+            expect="less",
+            baseline={"component": "condition_number", "dim": 32},
+        ),
+    )
+    assert table.loc["grows", "verdict"] == "direction only"
+    assert table.loc["shrinks", "verdict"] == "not reproduced"
+
+
+def test_paired_ratio_and_improvement(tables):
+    table = run(
+        tables,
+        claim(
+            "ratio",
+            5.0,
+            kind="ratio",
+            filter={"component": "condition_number", "dim": 512},
+            baseline={"component": "condition_number", "dim": 32},
+        ),
+        claim(
+            "improvement",
+            -4.0,
+            kind="improvement",
+            filter={"component": "condition_number", "dim": 512},
+            baseline={"component": "condition_number", "dim": 32},
+        ),
+    )
+    ratio = table.loc["ratio"]
+    assert ratio["verdict"] == "reproduced" and ratio["paired"]
+    assert ratio["measured"] == pytest.approx(5.0, rel=0.01)
+    assert ratio["ci_low"] <= ratio["measured"] <= ratio["ci_high"] < ratio["ci_low"] + 0.1
+    assert table.loc["improvement", "measured"] == pytest.approx(1 - ratio["measured"])
+    # the diverged trial of one arm leaves both arms: pairs stay pairs
+    assert ratio["n"] == SEEDS - 1 and ratio["n_diverged"] == 1
+
+
+def test_over_and_reduce(tables):
+    table = run(
+        tables,
+        claim(
+            "norm_below_kappa_everywhere",
+            [1.0, math.inf],
+            kind="ratio",
+            filter={"component": "condition_number"},
+            baseline={"component": "row_norms"},
+            over={"dim": [32, 512]},
+            reduce="min",
+        ),
+    )
+    row = table.loc["norm_below_kappa_everywhere"]
+    rows = tables["exp"]
+    rows = rows[(rows["dim"] == 32) & (rows["seed"] > 0)]  # seed 0 diverged in one arm
+    kappa32 = np.median(rows[rows["component"] == "condition_number"]["error"])
+    norm32 = np.mean(rows[rows["component"] == "row_norms"]["error"])
+    assert row["measured"] == pytest.approx(kappa32 / norm32)  # the smaller of the two ratios
+
+
+def test_statistic_std_and_correlation(tables):
+    table = run(
+        tables,
+        claim("spread", 0.1, statistic="std", filter={"component": "condition_number", "dim": 32}),
+        claim(
+            "together",
+            [0.5, 1.0],
+            kind="correlation",
+            filter={"component": "condition_number", "dim": 32},
+            baseline={"component": "condition_number", "dim": 512},
+        ),
+    )
+    rows = tables["exp"]
+    errors = rows[(rows["component"] == "condition_number") & (rows["dim"] == 32)]["error"]
+    assert table.loc["spread", "measured"] == pytest.approx(errors.std(ddof=1))
+    assert table.loc["together", "verdict"] == "reproduced"  # both arms follow `shared`
+
+
+def test_missing_rows_and_missing_experiments_are_told_apart(tables):
+    table = run(
+        tables,
+        claim("missing_row", 1.0, filter={"component": "condition_number", "dim": 64}),
+        {**claim("missing_table", 1.0, filter={"component": "condition_number"}), "table": "nope"},
+    )
+    assert table.loc["missing_row", "verdict"] == "not comparable"
+    assert "no trial matches" in table.loc["missing_row", "note"]
+    assert table.loc["missing_table", "verdict"] == "not configured"
     assert to_markdown(table.reset_index()).count("\n") == len(table) + 2
 
 
+def test_readings_evaluate_each_claim_under_each_arm(tables):
+    reading = tables["exp"].assign(init="gaussian")
+    other = tables["exp"].assign(init="orthogonal", error=tables["exp"]["error"] * 10)
+    tables = {**tables, "ctrl": pd.concat([reading, other], ignore_index=True)}
+    claims = {
+        "claims": [
+            claim("inside", 0.13, filter={"component": "row_norms", "dim": 32}),
+            claim("theory_claim", "theory", filter={"component": "row_norms", "dim": 32}),
+        ],
+        "readings": [
+            {"name": "init", "experiment": "ctrl", "arms_by": ["init"], "stands_for": {"exp": {}}}
+        ],
+    }
+    readings = evaluate_readings(claims, tables)
+    assert list(readings["arm"]) == ["init=gaussian", "init=orthogonal"]  # no theory claims
+    assert list(readings["verdict"]) == ["reproduced", "not reproduced"]
+    summary = readings_summary(readings)
+    assert summary.loc[0, "reproduced_by"] == "init=gaussian"
+
+
 def test_the_paper_claims_file_is_well_formed():
-    from pathlib import Path
-
-    import yaml
-
     claims = yaml.safe_load(
         (Path(__file__).resolve().parents[1] / "config" / "claims.yaml").read_text()
     )
     ids = [c["claim_id"] for c in claims["claims"]]
-    assert len(ids) == len(set(ids)) >= 30
+    assert len(ids) == len(set(ids)) >= 55
     for c in claims["claims"]:
         assert {"claim_id", "where", "statement", "paper_value", "table"} <= set(c)
-        if c.get("kind", "value") in ("ratio", "improvement"):
+        if c.get("kind", "value") != "value":
             assert "baseline" in c and "filter" in c
+        assert isinstance(c["paper_value"], int | float | list) or c["paper_value"] == "theory"
+    assert "not configured" in VERDICTS

@@ -19,8 +19,10 @@ def reference(w: np.ndarray, t: np.ndarray, rtol: float) -> dict[str, float]:
         full = np.linalg.matrix_rank(m, tol=rtol * s[0]) == min(m.shape)
         return s[0] / s[-1] if full else math.inf
 
-    def pseudo(m, s):
-        return s[0] / s[np.linalg.matrix_rank(m, tol=rtol * s[0]) - 1]
+    target_rank = np.linalg.matrix_rank(t, tol=rtol * st[0])
+
+    def pseudo(s):  # cut at the target's rank
+        return s[0] / s[target_rank - 1]
 
     def rel(a, b):
         return (
@@ -34,7 +36,8 @@ def reference(w: np.ndarray, t: np.ndarray, rtol: float) -> dict[str, float]:
         "col_norms": rel(np.sqrt((w**2).sum(0)), np.sqrt((t**2).sum(0))),
         "singular_values": rel(sw, st),
         "condition_number": rel(kappa(w, sw), kappa(t, st)),
-        "pseudo_condition_number": rel(pseudo(w, sw), pseudo(t, st)),
+        "spectral_norm": rel(sw[0], st[0]),
+        "pseudo_condition_number": rel(pseudo(sw), pseudo(st)),
         "log_condition_number": abs(math.log(kappa(w, sw)) - math.log(kappa(t, st)))
         if math.isfinite(kappa(t, st))
         else math.nan,
@@ -84,13 +87,29 @@ def test_rank_deficient_target_has_infinite_kappa_and_finite_pseudo_kappa():
     )
 
 
+def test_pseudo_kappa_of_a_noisy_low_rank_matrix_is_cut_at_the_target_rank():
+    """A trained low-rank matrix carries small noise in its null directions: pseudo-kappa
+    cut at the target's rank compares signal with signal, not with the noise."""
+    rng = np.random.default_rng(3)
+    t = rng.standard_normal((40, 4)) @ rng.standard_normal((4, 40)) / 40  # rank 4
+    w = t + 1e-4 * rng.standard_normal((40, 40))
+    comps = {c.component: c for c in compare(w, t, rank_rtol=1e-10)}
+    s, sw = scipy.linalg.svdvals(t), scipy.linalg.svdvals(w)
+    assert comps["pseudo_condition_number"].target == pytest.approx(s[0] / s[3], rel=1e-10)
+    assert comps["pseudo_condition_number"].trained == pytest.approx(sw[0] / sw[3], rel=1e-10)
+    assert comps["pseudo_condition_number"].error < 0.05
+    # the trained matrix's own numerical rank is 40: cut there it would divide by noise
+    assert sw[0] / sw[-1] / (s[0] / s[3]) > 100
+
+
 def test_rank_deficient_trained_matrix_gives_infinite_errors():
     t = np.diag([3.0, 2.0, 1.0])
     w = np.diag([3.0, 2.0, 0.0])
     comps = {c.component: c for c in compare(w, t)}
     assert comps["condition_number"].trained == math.inf
     assert comps["condition_number"].error == math.inf
-    assert comps["pseudo_condition_number"].trained == pytest.approx(1.5)
+    # cut at the target's rank 3: the trained matrix lacks a direction the target has
+    assert comps["pseudo_condition_number"].trained == math.inf
     assert comps["log_condition_number"].error == math.inf
 
 

@@ -6,7 +6,7 @@ import torch
 
 from matcond import models
 from matcond.run import gradient_signal, run_trial
-from matcond.training import _spectral_penalty_grad, _svd_correct, build_model
+from matcond.training import _spectral_penalty_grad, _svd_correct, build_model, init_layer
 
 CPU = torch.device("cpu")
 STRATEGIES = [
@@ -17,6 +17,7 @@ STRATEGIES = [
     "hybrid",
     "svd_correction",
     "orthogonality_reg",
+    "spectral_decay",
 ]
 
 
@@ -26,20 +27,59 @@ def randn(*shape, seed=0):
 
 def test_spectral_penalty_gradient_matches_autograd():
     w = randn(5, 5).requires_grad_()
-    spec = {"spectral_lambda": 0.3, "spectral_clip": 1e9}
-    log_kappa_star = 0.7
+    log_kappa_goal = 0.7
     s = torch.linalg.svdvals(w)
-    (0.3 * (torch.log(s[0] / s[-1]) - log_kappa_star) ** 2).backward()
+    (0.3 * (torch.log(s[0] / s[-1]) - log_kappa_goal) ** 2).backward()
     torch.testing.assert_close(
-        _spectral_penalty_grad(w, log_kappa_star, spec), w.grad, rtol=1e-9, atol=1e-12
+        _spectral_penalty_grad(w, log_kappa_goal, 0.3, 1e9), w.grad, rtol=1e-9, atol=1e-12
     )
 
 
 def test_spectral_penalty_gradient_is_clipped():
-    spec = {"spectral_lambda": 10.0, "spectral_clip": 0.5}
-    grad = _spectral_penalty_grad(randn(4, 4), 5.0, spec)
+    grad = _spectral_penalty_grad(randn(4, 4), 5.0, 10.0, 0.5)
     assert torch.linalg.norm(grad) == pytest.approx(0.5)
-    assert _spectral_penalty_grad(torch.zeros(3, 3, dtype=torch.float64), 1.0, spec) is None
+    assert _spectral_penalty_grad(torch.zeros(3, 3, dtype=torch.float64), 1.0, 10.0, 0.5) is None
+
+
+def test_spectral_decay_pulls_kappa_toward_one(spec):
+    """spectral_decay knows nothing of the target: it lowers kappa below standard training's."""
+    base = {**spec, "epochs": 200, "lr": 0.05, "spectral_clip": 10.0}
+    kappa = {}
+    for strategy in ("standard", "spectral_decay"):
+        table, _ = run_trial({**base, "strategy": strategy, "spectral_decay_lambda": 0.05}, CPU)
+        row = table[(table["epoch"] == 200) & (table["component"] == "condition_number")]
+        kappa[strategy] = row["trained"].iloc[0]
+    assert 1 < kappa["spectral_decay"] < 0.8 * kappa["standard"]
+
+
+def test_svd_correction_is_not_applied_at_the_last_epoch(spec):
+    """The trained matrix is scored after plain steps: with svd_every = epochs there is no
+    correction at all, so the run equals standard training bit for bit."""
+    s = {**spec, "epochs": 10, "svd_every": 10}
+    corrected, _ = run_trial({**s, "strategy": "svd_correction"}, CPU)
+    standard, _ = run_trial({**s, "strategy": "standard"}, CPU)
+    np.testing.assert_array_equal(corrected["error"], standard["error"])
+    every5, _ = run_trial({**s, "strategy": "svd_correction", "svd_every": 5}, CPU)
+    assert not np.array_equal(every5["error"], standard["error"])
+
+
+@pytest.mark.parametrize("init", ["gaussian", "lecun_normal", "torch_linear", "orthogonal"])
+def test_inits_draw_what_they_say(spec, init):
+    dim = 200
+    s = {**spec, "dim": dim, "init": init, "init_scale": 0.02, "dtype": "float64"}
+    w = init_layer(s, torch.Generator().manual_seed(0)).numpy()
+    assert w.shape == (dim, dim)
+    if init == "gaussian":
+        assert w.std() == pytest.approx(0.02, rel=0.02)
+    elif init == "lecun_normal":
+        assert w.std() == pytest.approx(dim**-0.5, rel=0.02)
+    elif init == "torch_linear":  # U(-1/sqrt(d), 1/sqrt(d)), as nn.Linear
+        assert np.abs(w).max() <= dim**-0.5
+        assert w.std() == pytest.approx(dim**-0.5 / np.sqrt(3), rel=0.02)
+    else:
+        np.testing.assert_allclose(w.T @ w, np.eye(dim), atol=1e-12)
+    again = init_layer(s, torch.Generator().manual_seed(0)).numpy()
+    np.testing.assert_array_equal(w, again)
 
 
 def test_svd_correction_blends_singular_values():

@@ -14,7 +14,7 @@ import yaml
 from safetensors.numpy import load_file
 
 from matcond.catalog import FIGURES
-from matcond.claims import CLAIM_COLUMNS
+from matcond.claims import CLAIM_COLUMNS, VERDICTS
 from matcond.config import validate_config
 from matcond.trials import all_trials
 
@@ -63,13 +63,17 @@ def downstream(jobs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [job for job in jobs if job[0] != "train"]
 
 
-def downstream_of(experiment: str, *figures: str) -> list[tuple[str, str]]:
-    """Jobs that must follow new trials of ``experiment``: its table, its figures, the claims."""
+def downstream_of(experiment: str, *figures: str, theory: bool = False) -> list[tuple[str, str]]:
+    """Jobs that must follow new trials of ``experiment``: its table, its figures, the claims
+    and the readings figure they feed, and the theory table and figure if it covers it."""
+    theory_jobs = [("theory", "results/tables/theory.parquet")] if theory else []
+    figures = (*figures, "readings", *(("theory",) if theory else ()))
     return sorted(
         [
             ("aggregate", f"results/tables/{experiment}.parquet"),
             ("all", ""),
             ("claims", "results/claims.csv"),
+            *theory_jobs,
             *(("plot", f"results/figures/{figure}.png") for figure in figures),
         ]
     )
@@ -103,19 +107,20 @@ def test_every_expected_output_exists(finished, small_config):
     for name in config["experiments"]:
         for ext in ("parquet", "csv"):
             assert (finished / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
+        assert (finished / "results" / "per_trial" / f"{name}.parquet").stat().st_size > 0
+    for name in ("theory.csv", "readings.csv"):
+        assert len(pd.read_csv(finished / "results" / "tables" / name)) > 0
     assert set(config["experiments"]) >= {e for f in FIGURES.values() for e in f.experiments}
     for name in FIGURES:
         for ext in ("png", "pdf"):
             assert (finished / "results" / "figures" / f"{name}.{ext}").stat().st_size > 1000
     claims = pd.read_csv(finished / "results" / "claims.csv")
     assert list(claims.columns) == CLAIM_COLUMNS
-    assert set(claims["verdict"]) <= {
-        "reproduced",
-        "direction only",
-        "not reproduced",
-        "not comparable",
-    }
+    assert set(claims["verdict"]) <= set(VERDICTS)
     assert (claims["verdict"] != "not comparable").sum() > len(claims) / 2
+    compared = claims[claims["ci_low"].notna()]
+    assert (compared["ci_low"] <= compared["measured"]).all()
+    assert (compared["measured"] <= compared["ci_high"]).all()
 
 
 def test_trial_table_schema(finished):
@@ -141,13 +146,14 @@ def test_experiment_table_schema(finished):
         "matrix",
         "epoch",
         "component",
-        "mean",
-        "std",
+        "statistic",
+        "estimate",
         "ci_low",
         "ci_high",
     ]
     assert list(table.columns[: len(expected)]) == expected
     assert {"median", "q25", "q75", "n", "n_diverged", "n_nonfinite"} <= set(table.columns)
+    assert {"mean_ci_low", "median_ci_high", "abslog_mean"} <= set(table.columns)
     assert set(table["n"]) == {2}
     assert len(table) == 2 * table["component"].nunique()
 
@@ -163,7 +169,7 @@ def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, 
     trained = [out for rule, out in jobs if rule == "train"]
     assert len(trained) == 2 and all("/d16/" in out for out in trained)
     assert downstream(jobs) == downstream_of(
-        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension"
+        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension", theory=True
     )
 
 
@@ -174,7 +180,7 @@ def test_adding_seeds_runs_only_the_new_seeds(finished, small_config):
     trained = [out for rule, out in jobs if rule == "train"]
     assert len(trained) == 2 and all(out.endswith("/seed2.parquet") for out in trained)
     assert downstream(jobs) == downstream_of(
-        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension"
+        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension", theory=True
     )
 
 

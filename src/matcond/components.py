@@ -8,10 +8,14 @@ For a matrix W (m x n) with singular values s_1 >= ... >= s_q, q = min(m, n):
 - ``row_norms``: the vector (||W[i, :]||_2)_i;           error ||a - b|| / ||b||
 - ``col_norms``: the vector (||W[:, j]||_2)_j;           error ||a - b|| / ||b||
 - ``singular_values``: the vector (s_1, ..., s_q);       error ||a - b|| / ||b||
+- ``spectral_norm``: s_1;                                  error |a - b| / |b|
 - ``condition_number``: s_1 / s_q, and ``inf`` when W is numerically rank deficient
   (s_q <= rank_rtol * s_1);                               error |a - b| / |b|
-- ``pseudo_condition_number``: s_1 / s_r with r the numerical rank (the smallest singular
-  value above rank_rtol * s_1);                           error |a - b| / |b|
+- ``pseudo_condition_number``: s_1 / s_r with r the target's numerical rank (the number of
+  its singular values above rank_rtol * s_1), for the trained matrix and the target alike:
+  the cut separates the target's signal from the noise a trained low-rank matrix carries in
+  its other directions (a matrix without target is cut at its own numerical rank);
+                                                           error |a - b| / |b|
 - ``log_condition_number``: log(condition_number);       error |a - b| (absolute)
 - ``effective_rank_t{t}``: #{i : s_i > t * s_1} for every threshold t;  error |a - b| / |b|
 - ``spectral_gap``: (s_1 - s_2) / s_1 (NaN when q = 1); error |a - b| / |b|
@@ -77,12 +81,12 @@ def condition_number(s: np.ndarray, rank_rtol: float) -> float:
     return float(s[0] / s[-1])
 
 
-def pseudo_condition_number(s: np.ndarray, rank_rtol: float) -> float:
-    """s_1 over the smallest singular value above ``rank_rtol * s_1`` (NaN for W = 0)."""
-    r = numerical_rank(s, rank_rtol)
+def pseudo_condition_number(s: np.ndarray, rank_rtol: float, rank: int | None = None) -> float:
+    """s_1 / s_r, r = ``rank`` or else the numerical rank of ``s`` (NaN for r = 0)."""
+    r = numerical_rank(s, rank_rtol) if rank is None else rank
     if r == 0:
         return float("nan")
-    return float(s[0] / s[r - 1])
+    return float(s[0] / s[r - 1]) if s[r - 1] > 0 else float("inf")
 
 
 def effective_rank(s: np.ndarray, threshold: float) -> int:
@@ -109,6 +113,7 @@ def component_names(effective_rank_thresholds: Sequence[float]) -> list[str]:
         "row_norms",
         "col_norms",
         "singular_values",
+        "spectral_norm",
         "condition_number",
         "pseudo_condition_number",
         "log_condition_number",
@@ -148,6 +153,7 @@ def compare(
             for name in component_names(effective_rank_thresholds)
         ]
     sw, st = singular_values(w), singular_values(t)
+    target_rank = numerical_rank(st, rank_rtol)
 
     def scalar(name: str, a: float, b: float) -> ComponentError:
         return ComponentError(name, a, b, relative_error(a, b))
@@ -169,11 +175,12 @@ def compare(
             relative_error(np.linalg.norm(w, axis=0), np.linalg.norm(t, axis=0)),
         ),
         ComponentError("singular_values", nan, nan, relative_error(sw, st)),
+        scalar("spectral_norm", float(sw[0]), float(st[0])),
         scalar("condition_number", kw, kt),
         scalar(
             "pseudo_condition_number",
-            pseudo_condition_number(sw, rank_rtol),
-            pseudo_condition_number(st, rank_rtol),
+            pseudo_condition_number(sw, rank_rtol, target_rank),
+            pseudo_condition_number(st, rank_rtol, target_rank),
         ),
         ComponentError("log_condition_number", log_kw, log_kt, log_err),
         *(

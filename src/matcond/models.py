@@ -1,9 +1,12 @@
-"""The trained models: a single matrix, its multiplier variants, deep linear nets, a ReLU MLP.
+"""The trained models: a single matrix, its multiplier variants, deep linear nets, a ReLU MLP,
+one attention block.
 
-Every model maps a batch x (batch x in_dim) to predictions (batch x out_dim), exposes its
-parameter groups with their learning-rate factors, and names the matrices whose components
-are recorded: ``product`` is the end-to-end matrix (W_eff for one layer, W_L ... W_1 for a
-deep linear net, W_2 W_1 for the ReLU MLP, which is not its function), ``layer{l}`` each layer.
+Every model maps a batch x (batch x in_dim, or batch x tokens x dim for the attention block)
+to predictions of the same shape, exposes its parameter groups with their learning-rate
+factors, and names the matrices whose components are recorded: ``product`` is the end-to-end
+matrix (W_eff for one layer, W_L ... W_1 for a deep linear net, W_2 W_1 for the ReLU MLP,
+which is not its function), ``layer{l}`` each layer; the attention block records the products
+that its function determines (see :class:`AttentionBlock`).
 """
 
 from __future__ import annotations
@@ -115,3 +118,28 @@ class ReluMLP(Model):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x @ self.layers[0].T) @ self.layers[1].T
+
+
+class AttentionBlock(Model):
+    """One single-head attention block with a ReLU MLP, on sequences x (batch x tokens x d).
+
+    h = x + softmax(x W_Q^T (x W_K^T)^T / sqrt(d)) x W_V^T W_O^T and y = h + W_2 relu(W_1 h).
+    The function fixes W_Q^T W_K and W_O W_V but not the factors (any invertible R gives
+    W_Q -> R W_Q, W_K -> R^-T W_K the same block), so those products are recorded as ``qk``
+    and ``ov``, beside the MLP's ``mlp1`` (W_1) and ``mlp2`` (W_2) (these two are fixed up to
+    a permutation and positive scaling of the hidden units).
+    """
+
+    def __init__(self, wq, wk, wv, wo, w1, w2):
+        super().__init__()
+        self.layers = torch.nn.ParameterList([wq, wk, wv, wo, w1, w2])
+
+    def matrices(self) -> dict[str, torch.Tensor]:
+        wq, wk, wv, wo, w1, w2 = self.layers
+        return {"qk": wq.T @ wk, "ov": wo @ wv, "mlp1": w1, "mlp2": w2}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        wq, wk, wv, wo, w1, w2 = self.layers
+        scores = (x @ wq.T) @ (x @ wk.T).transpose(-1, -2) / x.shape[-1] ** 0.5
+        h = x + torch.softmax(scores, dim=-1) @ (x @ wv.T) @ wo.T
+        return h + torch.relu(h @ w1.T) @ w2.T

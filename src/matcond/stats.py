@@ -1,61 +1,217 @@
-"""Statistics over trials: one row per experiment cell, component and recorded epoch.
+"""Statistics over trials: bootstrap intervals that fit heavy-tailed errors.
 
-For each group the trials that diverged are counted in ``n_diverged`` and left out; of the
-rest, errors that are not finite (e.g. a relative error against an infinite target) are
-counted in ``n_nonfinite`` and left out; the remaining ``n`` values give ``mean``, ``std``
-(ddof 1), the 95 % confidence interval of the mean from Student's t
-(mean +- t_{0.975, n-1} std / sqrt(n); NaN for n < 2), ``median``, ``q25`` and ``q75``.
+Condition numbers and the other spectral components have heavy-tailed errors (the target's
+smallest singular value sits near 0.5/d, and E[1/s_min] is infinite for square Gaussian-like
+matrices), so a mean ± Student-t interval says little and can even go negative. Every interval
+here is a 95 % bootstrap interval (:func:`scipy.stats.bootstrap`, BCa where it is defined,
+percentile where BCa is degenerate, e.g. all values equal; a fixed seed, so tables are
+byte-identical from run to run). A component's *headline statistic* is the median for
+heavy-tailed components (:data:`HEAVY_TAILED`) and the mean for the others (norms, overall).
+
+For one group of trials (an experiment cell, a matrix, an epoch, a component) the trials that
+diverged are counted in ``n_diverged`` and left out; of the rest, errors that are not finite
+(e.g. a relative error against an infinite target) are counted in ``n_nonfinite`` and left
+out; the remaining ``n`` errors give:
+
+- ``statistic``: ``median`` or ``mean`` (the headline), ``estimate``, ``ci_low``, ``ci_high``;
+- ``mean``, ``mean_ci_low``, ``mean_ci_high``, ``std`` (ddof 1);
+- ``median``, ``median_ci_low``, ``median_ci_high``, ``q25``, ``q75``;
+- ``abslog_mean``, ``abslog_ci_low``, ``abslog_ci_high``: the mean of |log(trained/target)|
+  over the trials where both are finite and positive (scalar components only);
+- ``n``, ``n_diverged``, ``n_nonfinite``.
+
+Intervals need n >= 2 (NaN otherwise).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+CONFIDENCE = 0.95
+N_RESAMPLES = 9999
+SEED = 0
+# Components whose errors are heavy-tailed: summarised by the median.
+HEAVY_TAILED = (
+    "condition_number",
+    "pseudo_condition_number",
+    "log_condition_number",
+    "spectral_gap",
+    "effective_rank_t",
+    "sigma_",
+)
+# Rows of the per-singular-value spectrum (exp3): many, drawn as values: no intervals.
+SPECTRUM_PREFIXES = ("sigma_", "grad_sigma_")
 VALUE_COLUMNS = ["trained_mean", "trained_median", "target_mean"]
+INTERVAL_COLUMNS = [
+    f"{name}_ci_{end}" for name in ("mean", "median", "abslog") for end in ("low", "high")
+]
 STAT_COLUMNS = [
-    "mean",
-    "std",
+    "statistic",
+    "estimate",
     "ci_low",
     "ci_high",
+    "mean",
+    "mean_ci_low",
+    "mean_ci_high",
+    "std",
     "median",
+    "median_ci_low",
+    "median_ci_high",
     "q25",
     "q75",
+    "abslog_mean",
+    "abslog_ci_low",
+    "abslog_ci_high",
     "n",
     "n_diverged",
     "n_nonfinite",
 ]
+Statistic = Callable[..., np.ndarray]
 
 
-def summarise(errors: np.ndarray, diverged: np.ndarray) -> dict[str, float]:
-    """The statistics of one group's trial errors (see the module docstring)."""
-    errors = np.asarray(errors, dtype=np.float64)
-    diverged = np.asarray(diverged, dtype=bool)
-    kept = errors[~diverged]
-    finite = kept[np.isfinite(kept)]
-    n = finite.size
-    nan = float("nan")
-    mean = float(finite.mean()) if n else nan
-    std = float(finite.std(ddof=1)) if n > 1 else nan
-    half = float(stats.t.ppf(0.975, n - 1) * std / np.sqrt(n)) if n > 1 else nan
+def headline(component: str) -> str:
+    """``median`` for a heavy-tailed component, ``mean`` otherwise."""
+    return "median" if component.startswith(HEAVY_TAILED) else "mean"
+
+
+def _std(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.std(x, axis=axis, ddof=1)
+
+
+STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "std": _std}
+
+
+def bootstrap_ci(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    *,
+    paired: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """95 % bootstrap interval of ``statistic(*samples, axis=-1)`` (BCa, else percentile).
+
+    ``samples`` are arrays whose last axis runs over trials; leading axes are a batch of
+    independent groups (all of one size). ``paired=True`` resamples the same trials from every
+    sample (trials that share a seed learn the same target from the same data). Returns
+    (low, high), each of the batch shape; NaN where a sample has fewer than 2 trials.
+    """
+    samples = [np.asarray(s, dtype=np.float64) for s in samples]
+    batch = samples[0].shape[:-1]
+    if min(s.shape[-1] for s in samples) < 2:
+        return np.full(batch, np.nan), np.full(batch, np.nan)
+
+    def run(method: str, data: list[np.ndarray]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degenerate BCa: handled below
+            with np.errstate(all="ignore"):
+                return stats.bootstrap(
+                    data,
+                    statistic,
+                    n_resamples=N_RESAMPLES,
+                    batch=max(1, 2_000_000 // max(1, data[0].size)),
+                    vectorized=True,
+                    paired=paired,
+                    axis=-1,
+                    confidence_level=CONFIDENCE,
+                    method=method,
+                    rng=np.random.default_rng(SEED),
+                ).confidence_interval
+
+    ci = run("BCa", samples)
+    low, high = np.array(ci.low, dtype=float), np.array(ci.high, dtype=float)
+    bad = ~(np.isfinite(low) & np.isfinite(high))
+    if np.any(bad):
+        redo = run("percentile", [s[bad] if batch else s for s in samples])
+        low[bad], high[bad] = redo.low, redo.high
+    return low, high
+
+
+def _abslog(trained: np.ndarray, target: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = np.abs(np.log(trained / target))
+    ok = (trained > 0) & (target > 0) & np.isfinite(trained) & np.isfinite(target)
+    return out[ok]
+
+
+def _point_stats(errors: np.ndarray) -> dict[str, float]:
+    n, nan = errors.size, float("nan")
     q25, median, q75 = (
-        (float(q) for q in np.quantile(finite, [0.25, 0.5, 0.75])) if n else (nan,) * 3
+        (float(q) for q in np.quantile(errors, [0.25, 0.5, 0.75])) if n else [nan] * 3
     )
     return {
-        "mean": mean,
-        "std": std,
-        "ci_low": mean - half,
-        "ci_high": mean + half,
+        "mean": float(errors.mean()) if n else nan,
+        "std": float(errors.std(ddof=1)) if n > 1 else nan,
         "median": median,
         "q25": q25,
         "q75": q75,
-        "n": n,
-        "n_diverged": int(diverged.sum()),
-        "n_nonfinite": int(kept.size - n),
     }
+
+
+def summarise(
+    errors: np.ndarray,
+    diverged: np.ndarray,
+    component: str = "",
+    trained: np.ndarray | None = None,
+    target: np.ndarray | None = None,
+) -> dict[str, float]:
+    """The statistics of one group's trial errors (see the module docstring)."""
+    return summarise_groups([(errors, diverged, trained, target)], [component])[0]
+
+
+def summarise_groups(
+    groups: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+    components: Sequence[str],
+) -> list[dict[str, float]]:
+    """:func:`summarise` for many groups, bootstrapping groups of one size together.
+
+    Each group is (errors, diverged, trained, target) over its trials. Rows of the
+    singular-value spectrum (:data:`SPECTRUM_PREFIXES`) get no intervals.
+    """
+    rows, batches = [], {}
+    for i, ((errors, diverged, trained, target), component) in enumerate(
+        zip(groups, components, strict=True)
+    ):
+        errors = np.asarray(errors, dtype=np.float64)
+        diverged = np.asarray(diverged, dtype=bool)
+        kept = errors[~diverged]
+        finite = kept[np.isfinite(kept)]
+        row = {
+            "statistic": headline(component),
+            **_point_stats(finite),
+            "n": finite.size,
+            "n_diverged": int(diverged.sum()),
+            "n_nonfinite": int(kept.size - finite.size),
+            "abslog_mean": np.nan,
+            **dict.fromkeys(INTERVAL_COLUMNS, np.nan),
+        }
+        rows.append(row)
+        if component.startswith(SPECTRUM_PREFIXES):
+            continue
+        batches.setdefault(("error", finite.size), []).append((i, finite))
+        if trained is not None and target is not None:
+            keep = ~diverged
+            logs = _abslog(np.asarray(trained, float)[keep], np.asarray(target, float)[keep])
+            if logs.size:
+                row["abslog_mean"] = float(logs.mean())
+                batches.setdefault(("abslog", logs.size), []).append((i, logs))
+    for (kind, size), members in batches.items():
+        if size < 2:
+            continue
+        data = np.stack([values for _, values in members])
+        names = ["mean", "median"] if kind == "error" else ["abslog"]
+        for name in names:
+            low, high = bootstrap_ci([data], STATISTICS.get(name, np.mean))
+            for (i, _), lo, hi in zip(members, low, high, strict=True):
+                rows[i][f"{name}_ci_low"], rows[i][f"{name}_ci_high"] = float(lo), float(hi)
+    for row in rows:
+        name = row["statistic"]
+        row["estimate"] = row[name]
+        row["ci_low"], row["ci_high"] = row[f"{name}_ci_low"], row[f"{name}_ci_high"]
+    return [{k: row[k] for k in STAT_COLUMNS} for row in rows]
 
 
 def aggregate(trials: pd.DataFrame, experiment: str, swept: Sequence[str]) -> pd.DataFrame:
@@ -70,20 +226,27 @@ def aggregate(trials: pd.DataFrame, experiment: str, swept: Sequence[str]) -> pd
     missing = [k for k in keys if k not in trials.columns]
     if missing:
         raise KeyError(f"trial tables lack the columns {missing}")
-    rows = []
-    for values, group in trials.groupby(keys, sort=True, dropna=False):
-        kept = group[~group["diverged"].astype(bool)]
-        trained = kept["trained"][np.isfinite(kept["trained"])]
-        target = kept["target"][np.isfinite(kept["target"])]
-        rows.append(
+    labels, groups, values = [], [], []
+    for key, group in trials.groupby(keys, sort=True, dropna=False):
+        diverged = group["diverged"].to_numpy(bool)
+        trained, target = group["trained"].to_numpy(float), group["target"].to_numpy(float)
+        labels.append(dict(zip(keys, key, strict=True)))
+        groups.append((group["error"].to_numpy(float), diverged, trained, target))
+        kept_trained, kept_target = trained[~diverged], target[~diverged]
+        kept_trained = kept_trained[np.isfinite(kept_trained)]
+        kept_target = kept_target[np.isfinite(kept_target)]
+        values.append(
             {
-                **dict(zip(keys, values, strict=True)),
-                **summarise(group["error"], group["diverged"]),
-                "trained_mean": trained.mean(),
-                "trained_median": trained.median(),
-                "target_mean": target.mean(),
+                "trained_mean": kept_trained.mean() if kept_trained.size else np.nan,
+                "trained_median": np.median(kept_trained) if kept_trained.size else np.nan,
+                "target_mean": kept_target.mean() if kept_target.size else np.nan,
             }
         )
+    summaries = summarise_groups(groups, [label["component"] for label in labels])
+    rows = [
+        {**label, **summary, **value}
+        for label, summary, value in zip(labels, summaries, values, strict=True)
+    ]
     table = pd.DataFrame(rows, columns=[*keys, *STAT_COLUMNS, *VALUE_COLUMNS])
     table.insert(0, "experiment", experiment)
     return table.astype({"n": "int64", "n_diverged": "int64", "n_nonfinite": "int64"})

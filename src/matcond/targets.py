@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-# Roles of a trial's independent random streams (TEACHER2: the ReLU teacher's second layer).
+# Roles of a trial's independent random streams (TEACHER2: the ReLU teacher's second layer;
+# the attention teacher's six matrices use TARGET, TEACHER2 and the four after INIT).
 TARGET_STREAM, DATA_STREAM, INIT_STREAM, TEACHER2_STREAM = 0, 1, 2, 3
+ATTENTION_STREAMS = (TARGET_STREAM, TEACHER2_STREAM, 4, 5, 6, 7)
+ATTENTION_LAYERS = ("wq", "wk", "wv", "wo", "w1", "w2")
 
 
 def stream_seed(seed: int, stream: int) -> int:
@@ -61,8 +64,19 @@ def make_teacher(spec: dict) -> dict[str, np.ndarray]:
     """The target matrices of a trial by name.
 
     Linear models learn W* (``product``). The ReLU MLP's teacher is y = W2* relu(W1* x) with
-    W1*, W2* two independent draws of the spec's structure; its ``product`` is W2* W1*.
+    W1*, W2* two independent draws of the spec's structure; its ``product`` is W2* W1*. The
+    attention block's teacher is a block of the same shape whose six matrices are independent
+    draws (``attention.{wq,...}``); its recorded matrices are ``qk``, ``ov``, ``mlp1``, ``mlp2``
+    (matcond.models.AttentionBlock).
     """
+    if spec["model"] == "attention":
+        w = {
+            name: make_target(spec, stream)
+            for name, stream in zip(ATTENTION_LAYERS, ATTENTION_STREAMS, strict=True)
+        }
+        recorded = {"qk": w["wq"].T @ w["wk"], "ov": w["wo"] @ w["wv"]}
+        recorded.update(mlp1=w["w1"].copy(), mlp2=w["w2"].copy())
+        return {**recorded, **{f"attention.{k}": v for k, v in w.items()}}
     if spec["model"] != "relu_mlp":
         return {"product": make_target(spec)}
     w1, w2 = make_target(spec), make_target(spec, TEACHER2_STREAM)

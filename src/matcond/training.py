@@ -17,8 +17,13 @@ Corrective strategies (single matrix only, ``model: linear``):
   pseudo-condition number; its gradient is analytic, 2 lam (log kappa - log kappa*)
   (u_1 v_1^T / s_1 - u_n v_n^T / s_n), clipped to Frobenius norm ``spectral_clip``;
 - ``hybrid``: multipliers plus spectral_reg (the slides' prescription);
-- ``svd_correction``: every ``svd_every`` epochs, s(W) <- (1 - svd_blend) s(W) + svd_blend s(W*);
-- ``orthogonality_reg``: adds mu ||W^T W - I||_F^2.
+- ``svd_correction``: every ``svd_every`` epochs, s(W) <- (1 - svd_blend) s(W) + svd_blend s(W*),
+  never at the last epoch: the trained matrix is scored after plain steps, not on the epoch of
+  a correction (where its error is several times lower than one epoch before);
+- ``orthogonality_reg``: adds mu ||W^T W - I||_F^2;
+- ``spectral_decay`` (structured weight decay, review W4d): adds lam (log kappa(W))^2, the
+  spectral penalty toward kappa = 1 instead of kappa*, with the same clipped analytic gradient
+  (``spectral_decay_lambda``, ``spectral_clip``): a decay that knows nothing of the target.
 
 All random draws happen on the CPU from the trial's own generators, so a trial's data are the
 same on every device.
@@ -35,7 +40,7 @@ import torch
 from matcond import models
 from matcond.components import pseudo_condition_number, singular_values
 from matcond.optim import make_optimizer
-from matcond.targets import DATA_STREAM, INIT_STREAM, stream_seed
+from matcond.targets import ATTENTION_LAYERS, DATA_STREAM, INIT_STREAM, stream_seed
 
 # on_record(epoch, matrices by name, loss, gradient of the loss w.r.t. the product or None)
 RecordFn = Callable[[int, dict[str, np.ndarray], float, np.ndarray | None], None]
@@ -44,6 +49,12 @@ MULTIPLIER_STRATEGIES = {
     "hybrid": models.RowColumnMultipliers,
 }
 MULTIPLIER_STRATEGIES["sv_multipliers"] = models.SingularValueMultipliers
+# Strategies with a spectral penalty: log kappa is pulled toward the target's or toward 0.
+SPECTRAL_PENALTIES = {
+    "spectral_reg": ("target", "spectral_lambda"),
+    "hybrid": ("target", "spectral_lambda"),
+    "spectral_decay": ("one", "spectral_decay_lambda"),
+}
 
 
 @dataclass(frozen=True)
@@ -65,18 +76,34 @@ def record_epochs(epochs: int, record_every: int) -> list[int]:
     return sorted(set(every) | {epochs})
 
 
+def init_layer(spec: dict, gen: torch.Generator) -> torch.Tensor:
+    """One dim x dim layer drawn from the spec's ``init`` (schema: ``init``) on the CPU."""
+    dtype, dim, init = getattr(torch, spec["dtype"]), spec["dim"], spec["init"]
+    if init == "gaussian":
+        return spec["init_scale"] * torch.randn(dim, dim, generator=gen, dtype=dtype)
+    if init == "lecun_normal":
+        return torch.randn(dim, dim, generator=gen, dtype=dtype) / dim**0.5
+    w = torch.empty(dim, dim, dtype=dtype)
+    if init == "torch_linear":  # nn.Linear.reset_parameters: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        return torch.nn.init.kaiming_uniform_(w, a=5**0.5, generator=gen)
+    if init == "orthogonal":
+        return torch.nn.init.orthogonal_(w, generator=gen)
+    raise ValueError(f"unknown init {init!r}")
+
+
 def build_model(spec: dict, device: torch.device) -> models.Model:
-    """The spec's model, initialised with entries ~ N(0, init_scale^2) from its init stream."""
+    """The spec's model, its layers drawn by :func:`init_layer` from its init stream."""
     gen = torch.Generator().manual_seed(stream_seed(spec["seed"], INIT_STREAM))
-    dtype, dim = getattr(torch, spec["dtype"]), spec["dim"]
 
     def layer() -> torch.Tensor:
-        return (spec["init_scale"] * torch.randn(dim, dim, generator=gen, dtype=dtype)).to(device)
+        return init_layer(spec, gen).to(device)
 
     if spec["model"] == "deep_linear":
         return models.DeepLinear([layer() for _ in range(spec["depth"])])
     if spec["model"] == "relu_mlp":
         return models.ReluMLP(layer(), layer())
+    if spec["model"] == "attention":
+        return models.AttentionBlock(*(layer() for _ in ATTENTION_LAYERS))
     return MULTIPLIER_STRATEGIES.get(spec["strategy"], models.Linear)(layer())
 
 
@@ -84,27 +111,31 @@ def _teacher(
     targets: dict[str, np.ndarray], dtype, device
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     t = {k: torch.as_tensor(v, dtype=dtype, device=device) for k, v in targets.items()}
+    if "attention.wq" in t:
+        block = models.AttentionBlock(*(t[f"attention.{name}"] for name in ATTENTION_LAYERS))
+        return block.forward
     if "layer1" in t:
         return lambda x: torch.relu(x @ t["layer1"].T) @ t["layer2"].T
     return lambda x: x @ t["product"].T
 
 
 def _spectral_penalty_grad(
-    w_eff: torch.Tensor, log_kappa_star: float, spec: dict
+    w_eff: torch.Tensor, log_kappa_goal: float, lam: float, clip: float
 ) -> torch.Tensor | None:
-    """Clipped analytic gradient of lam (log kappa(W) - log kappa*)^2 (None if W is singular)."""
+    """Clipped analytic gradient of lam (log kappa(W) - log_kappa_goal)^2 (None if W is singular).
+
+    d sigma_i / dW = u_i v_i^T, so the gradient is 2 lam (log kappa - goal) (u_1 v_1^T / s_1 -
+    u_n v_n^T / s_n), rescaled to Frobenius norm ``clip`` if it is longer.
+    """
     u, s, vh = torch.linalg.svd(w_eff.detach(), full_matrices=False)
     if s[-1] <= 0:
         return None
-    gap = torch.log(s[0] / s[-1]) - log_kappa_star
+    gap = torch.log(s[0] / s[-1]) - log_kappa_goal
     grad = (
-        2
-        * spec["spectral_lambda"]
-        * gap
-        * (torch.outer(u[:, 0], vh[0]) / s[0] - torch.outer(u[:, -1], vh[-1]) / s[-1])
+        2 * lam * gap * (torch.outer(u[:, 0], vh[0]) / s[0] - torch.outer(u[:, -1], vh[-1]) / s[-1])
     )
     norm = torch.linalg.norm(grad)
-    return grad * (spec["spectral_clip"] / norm) if norm > spec["spectral_clip"] else grad
+    return grad * (clip / norm) if norm > clip else grad
 
 
 @torch.no_grad()
@@ -144,11 +175,14 @@ def train(
     optimizer = make_optimizer(spec["optimizer"], groups)
     params = [p for group in groups for p in group["params"]]
     recorded = set(record_epochs(spec["epochs"], spec["record_every"]))
-    target_s = singular_values(targets["product"])
-    log_kappa_star = float(np.log(pseudo_condition_number(target_s, spec["rank_rtol"])))
-    target_s = torch.as_tensor(target_s, dtype=dtype, device=device)
-    eye = torch.eye(dim, dtype=dtype, device=device)
-    want_gradient = spec["record_gradients"] and "layer1" not in targets
+    if strategy != "standard":  # strategies act on one matrix learning targets["product"]
+        target_s = singular_values(targets["product"])
+        log_kappa_star = float(np.log(pseudo_condition_number(target_s, spec["rank_rtol"])))
+        target_s = torch.as_tensor(target_s, dtype=dtype, device=device)
+        eye = torch.eye(dim, dtype=dtype, device=device)
+    want_gradient = spec["record_gradients"] and set(targets) == {"product"}
+    # one input is a vector, or a sequence of seq_len tokens for the attention block
+    input_shape = (spec["seq_len"], dim) if spec["model"] == "attention" else (dim,)
 
     initial = _snapshot(model)
     if 0 in recorded:
@@ -156,13 +190,14 @@ def train(
     loss_value, diverged_epoch, gradient = float("nan"), None, None
     for epoch in range(1, spec["epochs"] + 1):
         for step in range(spec["steps_per_epoch"]):
-            x = torch.randn(spec["batch_size"], dim, generator=data_gen, dtype=dtype)
-            eps = spec["noise_std"] * torch.randn(
-                spec["batch_size"], dim, generator=data_gen, dtype=dtype
-            )
+            shape = (spec["batch_size"], *input_shape)
+            x = torch.randn(*shape, generator=data_gen, dtype=dtype)
+            eps = spec["noise_std"] * torch.randn(*shape, generator=data_gen, dtype=dtype)
             x, eps = x.to(device), eps.to(device)
-            residual = model(x) - (teacher(x) + eps)
-            loss = 0.5 * residual.square().sum(dim=1).mean()
+            with torch.no_grad():
+                y = teacher(x) + eps
+            residual = model(x) - y
+            loss = 0.5 * residual.square().sum(dim=-1).mean()
             objective = loss
             if strategy == "orthogonality_reg":
                 w = model.layers[0]
@@ -170,9 +205,15 @@ def train(
             for p in params:
                 p.grad = None
             objective.backward()
-            if strategy in ("spectral_reg", "hybrid"):
+            if strategy in SPECTRAL_PENALTIES:
+                goal, lam_key = SPECTRAL_PENALTIES[strategy]
                 w_eff = model.effective()
-                penalty_grad = _spectral_penalty_grad(w_eff, log_kappa_star, spec)
+                penalty_grad = _spectral_penalty_grad(
+                    w_eff,
+                    log_kappa_star if goal == "target" else 0.0,
+                    spec[lam_key],
+                    spec["spectral_clip"],
+                )
                 if penalty_grad is not None:
                     w_eff.backward(penalty_grad)
             if want_gradient and epoch in recorded and step == spec["steps_per_epoch"] - 1:
@@ -180,7 +221,8 @@ def train(
                     (residual.detach().T @ x / spec["batch_size"]).to("cpu", torch.float64).numpy()
                 )
             optimizer.step()
-        if strategy == "svd_correction" and epoch % spec["svd_every"] == 0:
+        last = epoch == spec["epochs"]
+        if strategy == "svd_correction" and epoch % spec["svd_every"] == 0 and not last:
             _svd_correct(model.layers[0], target_s, spec["svd_blend"])
         loss_value = float(loss.detach())
         if not (np.isfinite(loss_value) and all(bool(torch.isfinite(p).all()) for p in params)):

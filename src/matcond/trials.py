@@ -24,7 +24,7 @@ STRUCTURE_PARAMS = {
     "low_rank": ["rank"],
     "block_diagonal": ["n_blocks"],
 }
-MODEL_PARAMS = {"linear": [], "deep_linear": ["depth"], "relu_mlp": []}
+MODEL_PARAMS = {"linear": [], "deep_linear": ["depth"], "relu_mlp": [], "attention": ["seq_len"]}
 STRATEGY_PARAMS = {
     "standard": [],
     "multipliers": ["multiplier_lr_ratio"],
@@ -33,23 +33,28 @@ STRATEGY_PARAMS = {
     "hybrid": ["multiplier_lr_ratio", "spectral_lambda", "spectral_clip"],
     "svd_correction": ["svd_every", "svd_blend"],
     "orthogonality_reg": ["orthogonality_mu"],
+    "spectral_decay": ["spectral_decay_lambda", "spectral_clip"],
 }
+INIT_PARAMS = {"gaussian": ["init_scale"], "lecun_normal": [], "torch_linear": [], "orthogonal": []}
 TAGS = {
     "row_log_std": "s",
     "rank": "r",
     "n_blocks": "b",
     "depth": "L",
+    "seq_len": "T",
     "multiplier_lr_ratio": "ratio",
     "spectral_lambda": "lam",
     "spectral_clip": "clip",
     "svd_every": "every",
     "svd_blend": "blend",
     "orthogonality_mu": "mu",
+    "spectral_decay_lambda": "lam",
 }
 _CHOICE_PARAMS = (
     ("structure", STRUCTURE_PARAMS),
     ("model", MODEL_PARAMS),
     ("strategy", STRATEGY_PARAMS),
+    ("init", INIT_PARAMS),
 )
 # Settings that change how a trial is analysed, not how it is trained: they reach the job
 # through its params (a change reruns it) but are not part of its path.
@@ -82,6 +87,7 @@ class Trial:
         def choice(key: str, params: dict[str, list[str]]) -> str:
             return "-".join([s[key], *(f"{TAGS[p]}{fmt(s[p])}" for p in params[s[key]])])
 
+        init = f"init{fmt(s['init_scale'])}" if s["init"] == "gaussian" else f"init-{s['init']}"
         return "/".join(
             [
                 choice("model", MODEL_PARAMS),
@@ -89,7 +95,7 @@ class Trial:
                 f"d{s['dim']}",
                 f"{s['optimizer']}-lr{fmt(s['lr'])}-wd{fmt(s['weight_decay'])}",
                 choice("strategy", STRATEGY_PARAMS),
-                f"init{fmt(s['init_scale'])}-bs{s['batch_size']}-ep{s['epochs']}"
+                f"{init}-bs{s['batch_size']}-ep{s['epochs']}"
                 f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
                 f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}-{s['dtype']}",
             ]
@@ -126,6 +132,11 @@ def _check_semantics(spec: dict[str, Any], where: str) -> None:
         raise ConfigError(
             f"{where}: strategy {spec['strategy']} needs model linear, not {spec['model']}"
         )
+    if spec["record_gradients"] and spec["model"] not in ("linear", "deep_linear"):
+        raise ConfigError(
+            f"{where}: record_gradients needs a linear teacher (model linear or deep_linear), "
+            f"not {spec['model']}"
+        )
     if spec["record_every"] > spec["epochs"]:
         raise ConfigError(
             f"{where}: record_every {spec['record_every']} exceeds epochs {spec['epochs']}"
@@ -135,34 +146,40 @@ def _check_semantics(spec: dict[str, Any], where: str) -> None:
 def experiment_trials(
     name: str, experiment: dict[str, Any], defaults: dict[str, Any]
 ) -> list[Trial]:
-    """Every trial of one experiment: settings x grid x variants x seeds."""
+    """Every trial of one experiment: settings x grid axes x variants x seeds."""
     schema = load_schema()
     validator = Draft202012Validator(schema["$defs"]["settings"])
     where = f"experiments.{name}"
     base = {**defaults, **experiment.get("settings", {})}
-    grid = experiment.get("grid", {})
-    grid_keys = list(grid)
-    variants = experiment.get("variants", [{}])
+    axes = [_axis_groups(axis, values) for axis, values in experiment.get("grid", {}).items()]
+    axes.append(experiment.get("variants", [{}]))
     trials = []
-    for values in itertools.product(*(grid[k] for k in grid_keys)):
-        for variant in variants:
-            spec = {**base, **dict(zip(grid_keys, values, strict=True)), **variant}
-            raise_first_error(validator, spec, prefix=f"config key {where}: setting ")
-            _check_semantics(spec, where)
-            for seed in _seeds(experiment["seeds"]):
-                full = canonical({**spec, "seed": seed})
-                trials.append(Trial(json.dumps(full, sort_keys=True)))
+    for groups in itertools.product(*axes):
+        spec = dict(base)
+        for group in groups:
+            spec.update(group)
+        raise_first_error(validator, spec, prefix=f"config key {where}: setting ")
+        _check_semantics(spec, where)
+        for seed in _seeds(experiment["seeds"]):
+            full = canonical({**spec, "seed": seed})
+            trials.append(Trial(json.dumps(full, sort_keys=True)))
     return trials
 
 
+def _axis_groups(name: str, values: list) -> list[dict[str, Any]]:
+    """A grid axis as setting groups: ``dim: [4, 8]`` -> [{dim: 4}, {dim: 8}]; mappings stay."""
+    return [value if isinstance(value, dict) else {name: value} for value in values]
+
+
 def swept_settings(experiment: dict[str, Any]) -> list[str]:
-    """The settings an experiment varies (its grid and variant keys), sorted.
+    """The settings an experiment varies (in its grid and variants), sorted.
 
     Sorted so that reordering keys in the YAML changes neither the table nor the rerun state.
     """
-    keys = set(experiment.get("grid", {}))
-    for variant in experiment.get("variants", []):
-        keys |= set(variant)
+    keys = set()
+    groups = [g for n, v in experiment.get("grid", {}).items() for g in _axis_groups(n, v)]
+    for group in [*groups, *experiment.get("variants", [])]:
+        keys |= set(group)
     return sorted(keys)
 
 

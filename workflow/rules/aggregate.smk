@@ -1,10 +1,13 @@
 rule aggregate:
-    """Statistics over the trials of one experiment (mean, std, 95% CI, quantiles, counts)."""
+    """Statistics over the trials of one experiment (bootstrap intervals, quantiles, counts),
+    and its per-trial table (every trial's rows stacked) for the claims and the theory.
+    """
     input:
         experiment_trial_tables,
     output:
         parquet="results/tables/{experiment}.parquet",
         csv="results/tables/{experiment}.csv",
+        per_trial="results/per_trial/{experiment}.parquet",
     log:
         "results/logs/aggregate/{experiment}.log",
     conda:

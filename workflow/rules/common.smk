@@ -50,8 +50,15 @@ onerror:
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
 PACKAGE = Path(workflow.basedir) / "src" / "matcond"
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
-# The figures whose experiments are all in the config.
-DRAWN = [name for name, f in FIGURES.items() if set(f.experiments) <= set(TRIALS)]
+# The experiments the theory table covers (config key theory.experiments) that are configured.
+THEORY_EXPERIMENTS = [e for e in config["theory"]["experiments"] if e in TRIALS]
+# The figures whose experiments are all in the config (and whose theory table is made).
+DRAWN = [
+    name
+    for name, f in FIGURES.items()
+    if set(f.experiments) <= set(TRIALS)
+    and ("theory" not in f.tables or THEORY_EXPERIMENTS)
+]
 CLAIMS_FILE = Path(workflow.basedir) / "config" / "claims.yaml"
 
 
@@ -98,10 +105,15 @@ def swept_json(wildcards):
 
 
 def figure_tables(wildcards):
-    """The tables a figure draws, named by experiment."""
-    return {
-        e: f"results/tables/{e}.parquet" for e in FIGURES[wildcards.figure].experiments
-    }
+    """The tables a figure draws, by name: its experiments', the configured optional ones',
+    and its derived tables."""
+    figure = FIGURES[wildcards.figure]
+    optional = [e for e in figure.optional if e in TRIALS]
+    names = [*figure.experiments, *optional, *figure.tables]
+    tables = {name: f"results/tables/{name}.parquet" for name in names}
+    for name in figure.per_trial:
+        tables[f"{name}_per_trial"] = f"results/per_trial/{name}.parquet"
+    return tables
 
 
 def figure_category(wildcards):
@@ -110,8 +122,9 @@ def figure_category(wildcards):
 
 def figure_caption(wildcards):
     """The figure's caption with the settings of its experiments, for the report."""
-    lines = [FIGURES[wildcards.figure].caption, ""]
-    for name in FIGURES[wildcards.figure].experiments:
+    figure = FIGURES[wildcards.figure]
+    lines = [figure.caption, ""]
+    for name in [*figure.experiments, *(e for e in figure.optional if e in TRIALS)]:
         experiment = {
             k: v for k, v in config["experiments"][name].items() if k != "description"
         }
@@ -119,8 +132,8 @@ def figure_caption(wildcards):
     return "\n".join(lines)
 
 
-def all_tables():
-    return expand("results/tables/{experiment}.parquet", experiment=TRIALS)
+def all_per_trial_tables():
+    return expand("results/per_trial/{experiment}.parquet", experiment=TRIALS)
 
 
 def all_targets():
@@ -128,6 +141,8 @@ def all_targets():
     tables = expand(
         "results/tables/{experiment}.{ext}", experiment=TRIALS, ext=["parquet", "csv"]
     )
+    if THEORY_EXPERIMENTS:
+        tables += ["results/tables/theory.parquet", "results/tables/theory.csv"]
     figures = expand("results/figures/{figure}.{ext}", figure=DRAWN, ext=["png", "pdf"])
     checkpoints = expand(
         "results/checkpoints/{name}{suffix}",
@@ -139,6 +154,6 @@ def all_targets():
         tables
         + figures
         + checkpoints
-        + ["results/claims.csv", "results/claims.md"]
+        + ["results/claims.csv", "results/claims.md", "results/readings.md"]
         + GN_TARGETS
     )

@@ -19,6 +19,12 @@ rule plot:
         runtime=10,
     params:
         caption=figure_caption,
-        code=code_fingerprint("plotting", "claims"),
+        code=code_fingerprint(
+            "figures/__init__",
+            "figures/style",
+            "figures/paper",
+            "figures/controls",
+            "selection",
+        ),
     script:
         "../../scripts/plot.py"

@@ -1,0 +1,17 @@
+"""Snakemake entry point of rule `theory`: per-trial tables -> predicted vs measured errors."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from matcond.joblog import logging_to
+from matcond.theory import prediction_table
+
+with logging_to(snakemake.log[0]):
+    tables = {Path(p).stem: pd.read_parquet(p) for p in snakemake.input}
+    table = prediction_table(tables)
+    table.to_parquet(snakemake.output.parquet, index=False)
+    table.to_csv(snakemake.output.csv, index=False)
+    agree = int(table["agrees"].sum()) if len(table) else 0
+    print(f"{len(table)} rows; prediction inside the interval in {agree}", file=sys.stderr)

@@ -1,0 +1,288 @@
+"""Figures of our controls and analyses: the theory, the readings of the paper's ambiguous
+settings, the spectral regulariser's regimes, batch size, structured weight decay and the
+attention block."""
+
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Patch, Rectangle
+
+from matcond.figures.style import (
+    ERROR_LABEL,
+    Tables,
+    bars,
+    error_axis,
+    figure,
+    grouped_lines,
+    interval_line,
+    legend_outside,
+    n_label,
+    palette,
+    product_rows,
+    save,
+)
+from matcond.selection import arm
+from matcond.trials import format_value
+
+VERDICT_COLORS = {
+    "reproduced": "#4daf4a",
+    "direction only": "#b8e186",
+    "inconclusive": "#d9d9d9",
+    "not reproduced": "#e41a1c",
+    "not comparable": "#ffffff",
+    "not configured": "#ffffff",
+}
+
+
+def _theory_panel(ax, rows: pd.DataFrame, x: str, by: str | None = None) -> None:
+    """Measured statistic with its interval (markers) and the prediction (line) against x."""
+    groups = [(None, rows)] if by is None else list(rows.groupby(by))
+    for color, (value, part) in zip(palette(len(groups)), groups, strict=True):
+        part = part.sort_values(x)
+        suffix = "" if value is None else f" ({by} {format_value(value)})"
+        estimate = part["measured"].to_numpy(float)
+        yerr = np.clip(np.vstack([estimate - part["ci_low"], part["ci_high"] - estimate]), 0, None)
+        ax.errorbar(
+            part[x], estimate, yerr=yerr, fmt="o", color=color, capsize=3, label="measured" + suffix
+        )
+        ax.plot(part[x], part["predicted"], "--", color=color, label="predicted" + suffix)
+
+
+def theory(tables: Tables, png: str, pdf: str) -> None:
+    """The first-order theory against the measurements (README, the theory)."""
+    table = tables["theory"]
+    kappa = table[table["component"] == "condition_number"]
+    last = table.groupby("experiment")["epoch"].transform("max") == table["epoch"]
+    fig, axes = figure(2, width=6, nrows=2, height=4.2)
+    (by_dim, by_epoch), (by_noise, by_batch) = axes
+    dims = kappa[kappa["experiment"].isin(["exp1_dimension", "exp1_large_dims"]) & last]
+    _theory_panel(by_dim, dims, "dim")
+    by_dim.set_xscale("log", base=2)
+    by_dim.set_yscale("log")
+    by_dim.set_xlabel("dimension d")
+    by_dim.set_title("kappa error vs d (exp1): median, 95% CI")
+    long = table[table["experiment"].isin(["exp9_long", "ctrl_noise_free"])]
+    for color, ((experiment, component), part) in zip(
+        palette(4), long.groupby(["experiment", "component"]), strict=False
+    ):
+        part = part.sort_values("epoch")
+        label = f"{experiment}, {component.replace('_', ' ')}"
+        interval_line(
+            by_epoch, part["epoch"], part["measured"], part["ci_low"], part["ci_high"], color, label
+        )
+        by_epoch.plot(part["epoch"], part["predicted"], "--", color=color, lw=1)
+    by_epoch.set_yscale("log")
+    by_epoch.set_xlabel("epoch")
+    by_epoch.set_title("d = 128 along training (dashed: predicted)")
+    noise = kappa[(kappa["experiment"] == "ctrl_noise") & last]
+    _theory_panel(by_noise, noise, "noise_std")
+    by_noise.set_xscale("symlog", linthresh=1e-3)
+    by_noise.set_yscale("log")
+    by_noise.set_xlabel("label noise std")
+    by_noise.set_title("kappa error vs label noise (d = 64)")
+    batch = kappa[(kappa["experiment"] == "ctrl_batch_size") & last]
+    _theory_panel(by_batch, batch, "batch_size", by="dim")
+    by_batch.set_xscale("log", base=2)
+    by_batch.set_yscale("log")
+    by_batch.set_xlabel("batch size")
+    by_batch.set_title("kappa error vs batch size")
+    for ax in axes.flat:
+        ax.set_ylabel(ERROR_LABEL)
+        if ax.has_data():
+            legend_outside(ax, fontsize=7)
+        else:
+            ax.set_visible(False)
+    agree = f"{int(table['agrees'].sum())} of {len(table)}"
+    fig.suptitle(f"First-order theory vs measurement (prediction inside the interval: {agree})")
+    save(fig, png, pdf)
+
+
+def readings(tables: Tables, png: str, pdf: str) -> None:
+    """Which reading of the paper's ambiguous settings reproduces which claim."""
+    table = tables["readings"]
+    table = table.assign(column=table["reading"] + ": " + table["arm"])
+    claims = list(dict.fromkeys(table["claim_id"]))
+    columns = list(dict.fromkeys(table["column"]))
+    verdicts = table.pivot(index="claim_id", columns="column", values="verdict")
+    measured = table.pivot(index="claim_id", columns="column", values="measured")
+    verdicts, measured = verdicts.reindex(claims)[columns], measured.reindex(claims)[columns]
+    names = list(VERDICT_COLORS)
+    codes = verdicts.apply(lambda col: col.map(names.index)).to_numpy(float)
+    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values()))
+    fig, ((ax,),) = figure(width=1.0 * len(columns) + 4, height=0.32 * len(claims) + 2.5)
+    ax.imshow(codes, cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5, aspect="auto")
+    for i in range(len(claims)):
+        for j in range(len(columns)):
+            value = measured.iat[i, j]
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=6)
+    ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=7)
+    ax.set_yticks(range(len(claims)), claims, fontsize=7)
+    ax.grid(False)
+    handles = [
+        Patch(facecolor=VERDICT_COLORS[v], edgecolor="black", linewidth=0.5, label=v)
+        for v in names
+        if v in set(verdicts.stack())
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.set_title("Verdict of each claim under each reading (cell: the measured value)")
+    save(fig, png, pdf)
+
+
+def _arms_vs_dim(tables: Tables, png: str, pdf: str, name: str, arm_of) -> None:
+    """kappa and row-norm errors vs d per arm (``arm_of(rows)`` names it), SGD and Adam."""
+    rows = product_rows(tables[name])
+    rows = rows.assign(arm=arm_of(rows))
+    optimizers = sorted(rows["optimizer"].unique())
+    fig, axes = figure(len(optimizers), width=5.5, nrows=2, height=3.8)
+    for col, optimizer in enumerate(optimizers):
+        for row, component in enumerate(["condition_number", "row_norms"]):
+            ax = axes[row][col]
+            part = rows[(rows["optimizer"] == optimizer) & (rows["component"] == component)]
+            grouped_lines(ax, part, "dim", "arm")
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("dimension d")
+            error_axis(ax)
+            ax.set_title(f"{optimizer}: {component.replace('_', ' ')}")
+        legend_outside(axes[0][col], fontsize=7)
+    fig.suptitle(f"{name} ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def _init_label(rows: pd.DataFrame) -> pd.Series:
+    scale = rows["init_scale"].map(lambda v: "" if pd.isna(v) else f" {v:g}")
+    return rows["init"] + scale
+
+
+def ctrl_init(tables: Tables, png: str, pdf: str) -> None:
+    """Control: the five readings of the paper's init across d, SGD and Adam."""
+    _arms_vs_dim(tables, png, pdf, "ctrl_init", _init_label)
+
+
+def ctrl_target_scale(tables: Tables, png: str, pdf: str) -> None:
+    """Control: the target's row scale read as a std (0.25) or as a variance (std 0.5)."""
+    _arms_vs_dim(
+        tables, png, pdf, "ctrl_target_scale", lambda r: "row_log_std " + r["row_log_std"].map(str)
+    )
+
+
+def _heatmap(ax, values: pd.DataFrame, fmt: str, title: str, log: bool, cmap: str) -> None:
+    data = values.to_numpy(float)
+    norm = mcolors.LogNorm() if log else mcolors.TwoSlopeNorm(vcenter=0.0, vmin=-1.0, vmax=1.0)
+    image = ax.imshow(data, cmap=cmap, norm=norm, aspect="auto")
+    for (i, j), value in np.ndenumerate(data):
+        ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(values.shape[1]), [f"{v:g}" for v in values.columns])
+    ax.set_yticks(range(values.shape[0]), [f"{v:g}" for v in values.index])
+    ax.set_xlabel("gradient clip (Frobenius norm)")
+    ax.set_ylabel("spectral_lambda")
+    ax.set_title(title)
+    ax.grid(False)
+    ax.figure.colorbar(image, ax=ax, shrink=0.8)
+
+
+def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
+    """Control: spectral regularisation over weight x clip: kappa error and oscillation."""
+    rows = product_rows(tables["ctrl_spectral_reg"])
+    per_trial = tables["ctrl_spectral_reg_per_trial"]
+    kappa = rows[rows["component"] == "condition_number"].pivot(
+        index="spectral_lambda", columns="spectral_clip", values="estimate"
+    )
+    autocorr = kappa.copy()
+    for lam in kappa.index:
+        for clip in kappa.columns:
+            where = {"component": "log_kappa_autocorrelation"}
+            where |= {"spectral_lambda": float(lam), "spectral_clip": float(clip)}
+            autocorr.loc[lam, clip] = float(np.median(arm(per_trial, where)))
+    calm = autocorr >= 0
+    chosen = kappa.where(calm).stack().idxmin() if calm.to_numpy().any() else None
+    fig, ((left, middle, right),) = figure(3, width=4.8)
+    _heatmap(left, kappa, ".2g", "median kappa error at the last epoch", True, "viridis")
+    _heatmap(middle, autocorr, ".2f", "lag-1 autocorrelation of log kappa error", False, "RdBu")
+    if chosen is not None:
+        i, j = list(kappa.index).index(chosen[0]), list(kappa.columns).index(chosen[1])
+        for ax in (left, middle):
+            label = "lowest error without oscillation"
+            ax.add_patch(
+                Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=2.5, label=label)
+            )
+        left.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18), fontsize=7)
+    seed = int(per_trial["seed"].min())
+    shown = [(kappa.index[0], kappa.columns[0]), (0.1, 1.0), (kappa.index[-1], kappa.columns[1])]
+    for color, (lam, clip) in zip(palette(len(shown)), shown, strict=True):
+        one = per_trial[
+            (per_trial["seed"] == seed)
+            & np.isclose(per_trial["spectral_lambda"], lam)
+            & np.isclose(per_trial["spectral_clip"], clip)
+            & (per_trial["component"] == "log_condition_number")
+        ].sort_values("epoch")
+        tail = one.tail(50)
+        right.plot(
+            tail["epoch"],
+            tail["trained"] - tail["target"],
+            color=color,
+            marker=".",
+            label=f"lambda {lam:g}, clip {clip:g}",
+        )
+    right.axhline(0, color="black", lw=0.8)
+    right.set_xlabel("epoch")
+    right.set_ylabel(f"log kappa - log kappa* (seed {seed})")
+    right.set_title("the last 50 epochs of one trial")
+    right.legend(fontsize=7)
+    fig.suptitle(f"Spectral regularisation: weight x clip ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def ctrl_batch_size(tables: Tables, png: str, pdf: str) -> None:
+    """Control: kappa and row-norm errors vs batch size, per dimension."""
+    rows = product_rows(tables["ctrl_batch_size"])
+    fig, axes = figure(2, width=5.5)
+    for ax, component in zip(axes[0], ["condition_number", "row_norms"], strict=True):
+        part = rows[rows["component"] == component]
+        grouped_lines(ax, part, "batch_size", "dim", lambda d: f"d = {d}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        error_axis(ax)
+        ax.set_title(component.replace("_", " "))
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Batch size ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def ctrl_structured_wd(tables: Tables, png: str, pdf: str) -> None:
+    """Control: structured weight decay (on log kappa) against plain L2 weight decay."""
+    rows = product_rows(tables["ctrl_structured_wd"])
+    lam = rows["spectral_decay_lambda"] if "spectral_decay_lambda" in rows else np.nan
+    label = np.where(
+        rows["strategy"] == "spectral_decay",
+        "log-kappa decay " + pd.Series(lam, index=rows.index).map("{:g}".format),
+        "L2 weight decay " + rows["weight_decay"].map("{:g}".format),
+    )
+    rows = rows.assign(arm=label).sort_values("arm")
+    shown = ["row_norms", "condition_number", "log_condition_number", "overall"]
+    fig, ((ax,),) = figure(width=8)
+    bars(ax, rows, "arm", {c: c.replace("_", " ") for c in shown})
+    ax.set_title(f"Structured vs plain weight decay ({n_label(rows)})")
+    legend_outside(ax, fontsize=8)
+    save(fig, png, pdf)
+
+
+def exp_attention(tables: Tables, png: str, pdf: str) -> None:
+    """The attention block's recorded products against the single matrix, per optimizer."""
+    table = tables["exp_attention"]
+    rows = table[table["epoch"] == table["epoch"].max()]
+    rows = rows.assign(
+        arm=np.where(rows["model"] == "linear", "linear: W", "attention: " + rows["matrix"])
+    )
+    optimizers = sorted(rows["optimizer"].unique())
+    fig, axes = figure(len(optimizers), width=6)
+    shown = ["row_norms", "singular_values", "condition_number", "spectral_gap", "overall"]
+    for ax, optimizer in zip(axes[0], optimizers, strict=True):
+        part = rows[rows["optimizer"] == optimizer].sort_values("arm")
+        bars(ax, part, "arm", {c: c.replace("_", " ") for c in shown})
+        ax.set_title(f"{optimizer} (lr {part['lr'].iloc[0]:g})")
+    legend_outside(axes[0][-1], fontsize=8)
+    fig.suptitle(f"Attention block vs one matrix ({n_label(rows)})")
+    save(fig, png, pdf)

@@ -1,0 +1,326 @@
+"""The condition-number paper's figures 1-9 and the review's first controls.
+
+Each function takes {table name: table} (experiment tables of matcond.stats, and per-trial
+tables under ``{experiment}_per_trial``) and writes a PNG and a PDF.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from matcond.figures.style import (
+    ERROR_LABEL,
+    NORMS,
+    PAPER_COMPONENTS,
+    SPECTRAL,
+    Tables,
+    bars,
+    error_axis,
+    figure,
+    grouped_lines,
+    legend_outside,
+    lines,
+    n_label,
+    palette,
+    product_rows,
+    save,
+)
+from matcond.selection import arm
+
+
+def small_multiples(
+    rows: pd.DataFrame, x: str, components: dict[str, str], title: str, log_x: str | None
+):
+    """One panel per component (so that components with equal errors do not hide each other),
+    its headline statistic with the 95 % interval against ``x``."""
+    ncols = 4
+    nrows = -(-len(components) // ncols)
+    fig, axes = figure(ncols, width=3.6, nrows=nrows, height=3.0)
+    for ax, (component, label) in zip(axes.flat, components.items(), strict=False):
+        lines(ax, rows, x, {component: label})
+        if log_x == "log2":
+            ax.set_xscale("log", base=2)
+        elif log_x == "log":
+            ax.set_xscale("log")
+        elif log_x == "symlog":
+            ax.set_xscale("symlog", linthresh=min(v for v in rows[x].unique() if v > 0))
+        error_axis(ax, "relative error")
+        ax.set_title(label)
+        ax.set_xlabel(x.replace("_", " "))
+    for ax in axes.flat[len(components) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"{title}; median (spectral) or mean (norms), 95% CI ({n_label(rows)})")
+    return fig
+
+
+def fig1_dimension(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 1: final relative error of each component vs dimension (exp1 and larger dims)."""
+    parts = [product_rows(tables[n]) for n in ("exp1_dimension", "exp1_large_dims") if n in tables]
+    rows = pd.concat(parts, ignore_index=True)
+    fig = small_multiples(rows, "dim", PAPER_COMPONENTS, "Component errors vs dimension", "log2")
+    save(fig, png, pdf)
+
+
+def optimizer_labels(rows: pd.DataFrame) -> pd.DataFrame:
+    """The optimizer column as 'sgd (lr 0.01)'."""
+    return rows.assign(optimizer=rows["optimizer"] + " (lr " + rows["lr"].map("{:g}".format) + ")")
+
+
+def fig2_optimizer(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 2: final relative error of each component per optimizer."""
+    rows = optimizer_labels(product_rows(tables["exp2_optimizer"]))
+    fig, ((ax,),) = figure(width=8)
+    bars(ax, rows.sort_values("optimizer"), "optimizer", PAPER_COMPONENTS)
+    ax.set_title(f"Optimizer comparison ({n_label(rows)})")
+    legend_outside(ax)
+    save(fig, png, pdf)
+
+
+def _spectrum(rows: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    part = rows[rows["component"].str.startswith(prefix)]
+    return part.assign(index=part["component"].str.removeprefix(prefix).astype(int))
+
+
+def fig3_gradient(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 3: gradient per singular value, singular values along training, and the
+    per-trial gradient ratio against the target's condition number."""
+    rows = product_rows(tables["exp3_gradient"], "all")
+    grads, sigmas = _spectrum(rows, "grad_sigma_"), _spectrum(rows, "sigma_")
+    q = int(grads["index"].max())
+    picks = sorted({1, max(q // 4, 1), max(q // 2, 1), max(3 * q // 4, 1), q})
+    fig, ((left, middle, right),) = figure(3, width=4.8)
+    colors = palette(len(picks))
+    for color, i in zip(colors, picks, strict=True):
+        g = grads[(grads["index"] == i) & (grads["epoch"] > 0)].sort_values("epoch")
+        left.plot(g["epoch"], g["trained_median"], color=color, label=f"sigma_{i}")
+        s = sigmas[sigmas["index"] == i].sort_values("epoch")
+        middle.plot(s["epoch"], s["trained_median"], color=color, label=f"sigma_{i}")
+        middle.axhline(s["target_mean"].iloc[0], color=color, ls="--", lw=0.8)
+    left.set_yscale("log")
+    left.set_xlabel("epoch")
+    left.set_ylabel("|dL/d sigma_i| (median over trials)")
+    left.legend(fontsize=8)
+    middle.set_xlabel("epoch")
+    middle.set_ylabel("sigma_i, median (dashed: target)")
+    per_trial = tables["exp3_gradient_per_trial"]
+    ratio = arm(per_trial, {"component": "gradient_ratio"})
+    kappa = arm(per_trial, {"component": "condition_number", "field": "target"})
+    ratio, kappa = ratio.align(kappa, join="inner")
+    right.loglog(kappa, ratio, "o", color="C0")
+    span = np.array([kappa.min(), kappa.max()])
+    right.loglog(span, span, "k--", lw=0.8, label="ratio = target kappa")
+    rho = scipy_stats.spearmanr(kappa, ratio).statistic
+    right.set_xlabel("target condition number kappa(W*)")
+    right.set_ylabel("gradient ratio |g_1| / |g_min| (per trial)")
+    right.set_title(f"Spearman rho = {rho:.2f}")
+    right.legend(fontsize=8)
+    fig.suptitle(
+        f"Gradient signal: top/bottom ratio {np.median(ratio):.0f} (median over trials "
+        f"of the median over epochs; {n_label(grads)})"
+    )
+    save(fig, png, pdf)
+
+
+def strategy_improvement(rows: pd.DataFrame, component: str) -> dict[str, float]:
+    """1 - statistic(strategy) / statistic(standard) for one component, per strategy."""
+    estimates = rows[rows["component"] == component].set_index("strategy")["estimate"]
+    return {s: float(1 - estimates[s] / estimates["standard"]) for s in estimates.index}
+
+
+def fig4_strategies(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 4: errors per corrective strategy, with improvements over standard in the legend."""
+    rows = product_rows(tables["exp4_strategies"])
+    norms = strategy_improvement(rows, "row_norms")
+    kappa = strategy_improvement(rows, "condition_number")
+    labels = {s: f"{s} (norms {norms[s]:+.0%}, kappa {kappa[s]:+.0%})" for s in norms}
+    shown = ["row_norms", "condition_number", "log_condition_number", "spectral_gap", "overall"]
+    fig, ((ax,),) = figure(width=8)
+    bars(ax, rows, "strategy", {c: c.replace("_", " ") for c in shown}, labels)
+    ax.set_title(f"Corrective strategies ({n_label(rows)})")
+    legend_outside(ax, fontsize=8)
+    save(fig, png, pdf)
+
+
+def fig5_dynamics(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 5: error of every component at every epoch."""
+    rows = product_rows(tables["exp5_dynamics"], "all")
+    rows = rows[rows["epoch"] > 0]
+    fig = small_multiples(rows, "epoch", PAPER_COMPONENTS, "Error dynamics", None)
+    save(fig, png, pdf)
+
+
+def fig6_structures(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 6: standard vs multipliers per target structure."""
+    rows = product_rows(tables["exp6_structures"])
+    structures = list(dict.fromkeys(rows["structure"]))
+    fig, axes = figure(len(structures), width=4.6)
+    shown = ["row_norms", "col_norms", "pseudo_condition_number", "spectral_gap", "overall"]
+    for ax, structure in zip(axes[0], structures, strict=True):
+        part = rows[rows["structure"] == structure]
+        bars(ax, part, "strategy", {c: c.replace("_", " ") for c in shown})
+        imp = strategy_improvement(part, "overall")
+        ax.set_title(f"{structure}: multipliers {imp.get('multipliers', np.nan):+.0%} overall")
+    legend_outside(axes[0][-1])
+    fig.suptitle(f"Multipliers across structures ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def _model_label(rows: pd.DataFrame) -> pd.Series:
+    depth = rows["depth"].astype("Int64").astype(str) if "depth" in rows else ""
+    return np.where(rows["model"] == "deep_linear", "deep linear L=" + depth, rows["model"])
+
+
+def _interval_bars(ax, labels, part: pd.DataFrame, color=None) -> None:
+    estimate = part["estimate"].to_numpy(float)
+    yerr = np.vstack([estimate - part["ci_low"], part["ci_high"] - estimate])
+    ax.bar(labels, estimate, yerr=np.nan_to_num(np.clip(yerr, 0, None)), capsize=3, color=color)
+
+
+def fig7_depth(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 7: condition-number error and per-layer condition numbers vs depth."""
+    table = tables["exp7_depth"]
+    last = table[table["epoch"] == table["epoch"].max()].copy()
+    last["arm"] = _model_label(last)
+    order = ["model", "depth"] if "depth" in last else ["model"]
+    arms = list(dict.fromkeys(last.sort_values(order)["arm"]))
+    fig, ((left, middle, right),) = figure(3, width=5)
+    product = last[last["matrix"] == "product"].set_index(["arm", "component"])
+    kappa = product.xs("condition_number", level="component").reindex(arms)
+    _interval_bars(left, arms, kappa)
+    left.set_yscale("log")
+    left.set_ylabel("kappa error of the product (median, 95% CI)")
+    matrices = sorted(last["matrix"].unique())
+    width = 0.8 / len(matrices)
+    kappas = last[last["component"] == "condition_number"].set_index(["arm", "matrix"])
+    for j, matrix in enumerate(matrices):
+        values = kappas["trained_median"].reindex([(a, matrix) for a in arms])
+        middle.bar(
+            np.arange(len(arms)) + (j - (len(matrices) - 1) / 2) * width,
+            values,
+            width,
+            label=matrix,
+        )
+    middle.axhline(
+        float(kappa["target_mean"].iloc[0]), color="black", lw=1, label="target (product)"
+    )
+    middle.set_xticks(np.arange(len(arms)), arms)
+    middle.set_yscale("log")
+    middle.set_ylabel("condition number (median over trials)")
+    legend_outside(middle, fontsize=8)
+    _interval_bars(right, arms, product.xs("overall", level="component").reindex(arms))
+    right.set_ylabel("overall error of the product (mean, 95% CI)")
+    for ax in (left, middle, right):
+        ax.tick_params(axis="x", rotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+    fig.suptitle(f"Depth ({n_label(product.reset_index())})")
+    save(fig, png, pdf)
+
+
+def fig8_sensitivity(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 8: condition-number and row-norm errors vs learning rate and weight decay."""
+    fig, axes = figure(2, width=6)
+    for ax, (name, x) in zip(
+        axes[0], [("exp8_lr", "lr"), ("exp8_wd", "weight_decay")], strict=True
+    ):
+        rows = product_rows(tables[name])
+        shown = {"condition_number": "condition number", "row_norms": "row norms"}
+        lines(ax, rows, x, shown)
+        ax.set_xscale("symlog", linthresh=1e-4) if x == "weight_decay" else ax.set_xscale("log")
+        error_axis(ax)
+        ax.set_xlabel(x.replace("_", " "))
+        estimates = rows.pivot_table(index=x, columns="component", values="estimate")
+        twin = ax.twinx()
+        twin.plot(
+            estimates.index,
+            estimates["condition_number"] / estimates["row_norms"],
+            "k:",
+            marker="x",
+            label="kappa / norm error ratio (right axis)",
+        )
+        twin.set_ylabel("kappa / norm error ratio")
+        twin.grid(False)
+        handles = ax.get_legend_handles_labels()
+        twin_handles = twin.get_legend_handles_labels()
+        ax.legend(handles[0] + twin_handles[0], handles[1] + twin_handles[1], fontsize=8)
+        ax.set_title(n_label(rows))
+    save(fig, png, pdf)
+
+
+def fig9_long(tables: Tables, png: str, pdf: str) -> None:
+    """Figure 9: errors over 1000 epochs and the cond/norm error ratio."""
+    rows = product_rows(tables["exp9_long"], "all")
+    rows = rows[rows["epoch"] > 0]
+    fig, ((left, right),) = figure(2, width=6)
+    shown = {"row_norms": "row norms", "condition_number": "condition number", "overall": "overall"}
+    lines(left, rows, "epoch", shown, marker=None)
+    left.set_yscale("log")
+    left.set_xlabel("epoch")
+    left.set_ylabel(ERROR_LABEL)
+    left.legend()
+    estimates = rows.pivot_table(index="epoch", columns="component", values="estimate")
+    right.plot(estimates.index, estimates["condition_number"] / estimates["row_norms"])
+    right.set_yscale("log")
+    right.set_xlabel("epoch")
+    right.set_ylabel("kappa error (median) / row-norm error (mean)")
+    fig.suptitle(f"Long training ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def ctrl_effective_rank(tables: Tables, png: str, pdf: str) -> None:
+    """Control: effective-rank error vs dimension at every threshold."""
+    rows = tables["exp1_dimension"]
+    rows = rows[(rows["matrix"] == "product") & (rows["epoch"] == rows["epoch"].max())]
+    ranks = sorted(c for c in rows["component"].unique() if c.startswith("effective_rank_t"))
+    fig, axes = figure(len(ranks), width=4)
+    for ax, rank in zip(axes[0], ranks, strict=True):
+        lines(ax, rows, "dim", {rank: "threshold " + rank.removeprefix("effective_rank_t")})
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("dimension d")
+        error_axis(ax, "relative error (median, 95% CI)")
+        ax.set_title("threshold " + rank.removeprefix("effective_rank_t"))
+    fig.suptitle(f"Effective rank by threshold ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def _norms_and_spectral(tables: Tables, png: str, pdf: str, name: str, x: str) -> None:
+    rows = product_rows(tables[name])
+    fig, ((left, right),) = figure(2, width=5.5)
+    for ax, group, title in ((left, NORMS, "norm components"), (right, SPECTRAL, "spectral")):
+        lines(ax, rows, x, {c: PAPER_COMPONENTS[c] for c in group})
+        positive = [v for v in rows[x].unique() if v > 0]
+        ax.set_xscale("symlog", linthresh=min(positive)) if positive else None
+        ax.set_xlabel(x.replace("_", " "))
+        error_axis(ax)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{name} ({n_label(rows)})")
+    save(fig, png, pdf)
+
+
+def ctrl_noise(tables: Tables, png: str, pdf: str) -> None:
+    """Control: component errors vs label noise."""
+    _norms_and_spectral(tables, png, pdf, "ctrl_noise", "noise_std")
+
+
+def ctrl_multiplier_lr(tables: Tables, png: str, pdf: str) -> None:
+    """Control: component errors vs the multipliers' learning-rate ratio."""
+    _norms_and_spectral(tables, png, pdf, "ctrl_multiplier_lr", "multiplier_lr_ratio")
+
+
+def ctrl_optimizer_dims(tables: Tables, png: str, pdf: str) -> None:
+    """Control: SGD vs Adam per component across dimensions, one panel per component."""
+    rows = optimizer_labels(product_rows(tables["ctrl_optimizer_dims"]))
+    shown = ["row_norms", "condition_number", "overall"]
+    fig, axes = figure(len(shown), width=4.4)
+    for ax, component in zip(axes[0], shown, strict=True):
+        grouped_lines(ax, rows[rows["component"] == component], "dim", "optimizer")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("dimension d")
+        error_axis(ax)
+        ax.set_title(PAPER_COMPONENTS[component])
+        ax.legend(fontsize=8)
+    fig.suptitle(f"SGD vs Adam across dimensions ({n_label(rows)})")
+    save(fig, png, pdf)

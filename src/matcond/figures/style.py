@@ -1,0 +1,166 @@
+"""What every figure shares: saving, axes, lines and bars of a statistic with its interval.
+
+Statistics come from the experiment tables (matcond.stats): each row has the component's
+headline statistic (``estimate``: the median for heavy-tailed components, the mean for norms)
+and its 95 % bootstrap interval (``ci_low``, ``ci_high``), never a mean ± std band. Errors
+span decades and can be exactly zero (effective rank), so error axes are symmetric-log:
+linear below 1e-4, logarithmic above, starting at 0. Every figure states n in its title.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+# The paper's eight components (effective rank at threshold 0.01) with their plot labels.
+PAPER_COMPONENTS = {
+    "row_norms": "row norms",
+    "col_norms": "column norms",
+    "singular_values": "singular values",
+    "condition_number": "condition number",
+    "effective_rank": "effective rank",
+    "spectral_gap": "spectral gap",
+    "frobenius_norm": "Frobenius norm",
+    "overall": "overall matrix",
+}
+NORMS = ["row_norms", "col_norms", "singular_values", "frobenius_norm", "overall"]
+SPECTRAL = ["condition_number", "effective_rank", "spectral_gap"]
+PAPER_THRESHOLD = "effective_rank_t0.01"
+LINEAR_THRESHOLD = 1e-4
+ERROR_LABEL = "relative error (median or mean, 95% CI)"
+DPI = 130
+Tables = dict[str, pd.DataFrame]
+
+
+def product_rows(table: pd.DataFrame, epoch: str = "last") -> pd.DataFrame:
+    """Rows of the product matrix, at the last recorded epoch (or all epochs with ``epoch="all"``).
+
+    The paper's effective-rank threshold (0.01, else the first one) is renamed ``effective_rank``.
+    """
+    rows = table[table["matrix"] == "product"]
+    if epoch == "last":
+        rows = rows[rows["epoch"] == rows["epoch"].max()]
+    ranks = sorted(c for c in rows["component"].unique() if c.startswith("effective_rank_t"))
+    if ranks:
+        chosen = PAPER_THRESHOLD if PAPER_THRESHOLD in ranks else ranks[0]
+        rows = rows.assign(component=rows["component"].replace(chosen, "effective_rank"))
+    return rows
+
+
+def n_label(rows: pd.DataFrame) -> str:
+    """'n = 10 trials per point' (a range if it varies, and the diverged ones)."""
+    trials = rows["n"] + rows["n_nonfinite"]  # trials that did not diverge
+    lo, hi = int(trials.min()), int(trials.max())
+    n = f"n = {lo}" if lo == hi else f"n = {lo}-{hi}"
+    diverged = int(rows["n_diverged"].max())
+    return n + (f", up to {diverged} diverged" if diverged else "") + " trials per point"
+
+
+def error_axis(ax, label: str = ERROR_LABEL) -> None:
+    """A symmetric-log error axis from 0."""
+    ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(label)
+
+
+def save(fig: plt.Figure, png: str, pdf: str) -> None:
+    """Write the figure as PNG (for the report) and PDF (for papers, no timestamp) and close it."""
+    fig.savefig(png, dpi=DPI, bbox_inches="tight")
+    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None})
+    plt.close(fig)
+
+
+def figure(ncols: int = 1, width: float = 7.0, nrows: int = 1, height: float = 4.5):
+    """A grid of axes (always 2-D) in the house style."""
+    sns.set_theme(style="whitegrid")
+    return plt.subplots(
+        nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained"
+    )
+
+
+def palette(n: int) -> list:
+    return sns.color_palette("tab10", max(n, 1))
+
+
+def interval_line(ax, x, estimate, low, high, color, label: str | None = None, **style) -> None:
+    """A line of estimates with its interval as a band."""
+    ax.plot(x, estimate, color=color, label=label, **style)
+    ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0)
+
+
+def lines(ax, rows: pd.DataFrame, x: str, components: dict[str, str], **style) -> None:
+    """Each component's headline statistic with its interval against column ``x``."""
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    for i, (color, (component, label)) in enumerate(
+        zip(palette(len(components)), components.items(), strict=False)
+    ):
+        part = rows[rows["component"] == component].sort_values(x)
+        if part.empty:
+            continue
+        interval_line(
+            ax,
+            part[x],
+            part["estimate"],
+            part["ci_low"],
+            part["ci_high"],
+            color,
+            label,
+            **{"marker": markers[i % len(markers)], **style},
+        )
+
+
+def grouped_lines(ax, rows: pd.DataFrame, x: str, by: str, label=str) -> None:
+    """One line of the headline statistic with its interval per value of column ``by``."""
+    values = list(dict.fromkeys(rows.sort_values(by)[by]))
+    for color, value in zip(palette(len(values)), values, strict=True):
+        one = rows[rows[by] == value].sort_values(x)
+        interval_line(
+            ax,
+            one[x],
+            one["estimate"],
+            one["ci_low"],
+            one["ci_high"],
+            color,
+            label(value),
+            marker="o",
+        )
+
+
+def bars(
+    ax, rows: pd.DataFrame, arm: str, components: dict[str, str], labels: dict | None = None
+) -> None:
+    """Grouped bars of the headline statistic with interval whiskers: one group per
+    component, one bar per value of column ``arm``."""
+    arms = list(dict.fromkeys(rows[arm]))
+    x = np.arange(len(components))
+    width = 0.8 / max(len(arms), 1)
+    for i, value in enumerate(arms):
+        part = rows[rows[arm] == value].set_index("component").reindex(list(components))
+        estimate = part["estimate"].to_numpy(float)
+        yerr = np.vstack(
+            [
+                np.clip(estimate - part["ci_low"].to_numpy(float), 0, None),
+                np.clip(part["ci_high"].to_numpy(float) - estimate, 0, None),
+            ]
+        )
+        ax.bar(
+            x + (i - (len(arms) - 1) / 2) * width,
+            estimate,
+            width,
+            yerr=np.nan_to_num(yerr),
+            label=(labels or {}).get(value, value),
+            capsize=2,
+        )
+    ax.set_xticks(x, list(components.values()), rotation=30, ha="right")
+    error_axis(ax)
+
+
+def legend_outside(ax, **kw) -> None:
+    """A legend beside the axes, off the data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)

@@ -1,0 +1,229 @@
+"""Why the condition number is poorly learned: a first-order theory of online SGD.
+
+Setting (README, "Why κ is poorly learned"): a single matrix W learns W* by plain SGD with
+learning rate lr from W_0 with i.i.d. N(0, init_scale²) entries; each of the T steps draws a
+fresh batch of B inputs x ~ N(0, I) and labels W* x + ε, ε ~ N(0, noise_std² I), and follows
+the gradient of ½ mean_batch ||W x - y||². With Δ_t = W_t - W* and S_t = X_tᵀX_t / B,
+
+    Δ_{t+1} = Δ_t (I - lr S_t) + lr N_t,   N_t = E_tᵀ X_t / B,   E[S_t] = I.
+
+To first order in the fluctuations S_t - I and N_t this gives
+
+    W_T ≈ W* (m I + ε M) + E,
+
+- m = 1 - (1 - lr)^T: every direction of W* is learned at the same relative rate;
+- M = Σ_t (S_t - I), ε = lr (1 - lr)^(T-1): multiplicative noise, whose entries have
+  variance T/B off the diagonal and 2T/B on it;
+- E = (1 - lr)^T W_0 + lr Σ_t (1 - lr)^(T-1-t) N_t: additive noise with i.i.d. entries of
+  variance init_scale² (1-lr)^(2T) + noise_std² lr² (1 - (1-lr)^(2T)) / ((1 - (1-lr)²) B).
+
+κ ignores the scale m. First-order perturbation of the extreme singular values of m W*
+(singular pairs (s_i, u_i, v_i)) gives
+
+    δ log κ ≈ u_1ᵀ E v_1 / (m s_1) - u_nᵀ E v_n / (m s_n) + (ε/m) (v_1ᵀ M v_1 - v_nᵀ M v_n),
+
+a normal variable with variance σ² = σ_E² (1/s_1² + 1/s_n²) / m² + 4 (ε/m)² T/B. Because s_n(W*)
+shrinks like 1/d for square Gaussian-like targets, σ, and the median κ error, grow linearly in
+d; without label noise (and with W_0 → 0) they vanish. The relative error of κ is
+|exp(δ log κ) - 1|; over trials with different targets its distribution is the mixture of the
+trials' |exp(σ_k Z) - 1|, whose median :func:`median_kappa_error` computes.
+
+The row-norm error follows from the same model: row i of W_T has norm ≈ m b_i + ξ_i with
+b_i = ||W*_i,:||, so ||a - b|| / ||b|| ≈ sqrt((1-m)² + d σ_E² / ||W*||_F² + 2 ε² T / B).
+
+It does not apply to Adam, to weight decay, to corrective strategies or to deep models, and
+it is first order: it degrades where σ_E / (m s_n) is not small (the largest d, the smallest
+s_n) and where lr · d / B is not small. Second order adds a small positive bias to δ log κ
+(the noise pushes s_n down and s_1 up; about 0.2 σ in tests/test_theory.py's simulation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+from scipy import stats as scipy_stats
+
+from matcond.selection import arm, matches
+from matcond.stats import STATISTICS, bootstrap_ci, headline
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """W_T ≈ W* (scale I + multiplicative M) + E with E's entries of std ``entry_std``."""
+
+    scale: float
+    entry_std: float
+    multiplicative: float
+    steps: int
+    batch_size: int
+
+
+def applies(spec: dict) -> bool:
+    """Whether the theory covers the trial: plain SGD on one matrix from a Gaussian init."""
+    return (
+        spec.get("model") == "linear"
+        and spec.get("strategy") == "standard"
+        and spec.get("optimizer") == "sgd"
+        and spec.get("init") == "gaussian"
+        and not spec.get("weight_decay")
+    )
+
+
+def noise_model(
+    lr: float, steps: int, batch_size: int, noise_std: float, init_scale: float
+) -> NoiseModel:
+    """The first-order model of W_T after ``steps`` SGD steps (see the module docstring)."""
+    q = 1.0 - lr
+    decay = q ** (2 * steps)
+    label = noise_std**2 * lr**2 * (1.0 - decay) / ((1.0 - q**2) * batch_size)
+    return NoiseModel(
+        scale=1.0 - q**steps,
+        entry_std=math.sqrt(init_scale**2 * decay + label),
+        multiplicative=lr * q ** (steps - 1),
+        steps=steps,
+        batch_size=batch_size,
+    )
+
+
+def log_kappa_std(model: NoiseModel, s_max: float, s_min: float) -> float:
+    """Standard deviation of δ log κ for a target with extreme singular values s_max, s_min."""
+    additive = (model.entry_std / model.scale) ** 2 * (s_max**-2 + s_min**-2)
+    multiplicative = 4 * (model.multiplicative / model.scale) ** 2 * model.steps / model.batch_size
+    return math.sqrt(additive + multiplicative)
+
+
+def median_kappa_error(stds: np.ndarray) -> float:
+    """Median of |exp(σ Z) - 1| over the mixture of the trials' σ (Z standard normal)."""
+    stds = np.asarray(stds, dtype=np.float64)
+    if stds.size == 0 or not np.all(np.isfinite(stds) & (stds > 0)):
+        return math.nan
+
+    def below(log_x: float) -> float:  # P(error <= x) - 1/2, increasing in x = exp(log_x)
+        x = math.exp(log_x)
+        low = np.log1p(-x) if x < 1 else -np.inf
+        inside = scipy_stats.norm.cdf(np.log1p(x) / stds) - scipy_stats.norm.cdf(low / stds)
+        return float(inside.mean()) - 0.5
+
+    return math.exp(optimize.brentq(below, -700.0, 700.0, xtol=1e-12))
+
+
+def row_norm_error(model: NoiseModel, dim: int, target_frobenius: float) -> float:
+    """Expected relative error of the row norms (see the module docstring)."""
+    return math.sqrt(
+        (1.0 - model.scale) ** 2
+        + dim * model.entry_std**2 / target_frobenius**2
+        + 2 * model.multiplicative**2 * model.steps / model.batch_size
+    )
+
+
+# The target's values the theory needs, read per trial from the per-trial tables.
+TARGET_COMPONENTS = ("spectral_norm", "condition_number", "frobenius_norm")
+SETTINGS = ("model", "strategy", "optimizer", "weight_decay", "lr", "steps_per_epoch")
+SETTINGS += ("batch_size", "noise_std", "init_scale", "dim")
+PREDICTED = ("condition_number", "row_norms")
+# Settings every row of the prediction table carries, whether or not its experiment varies them.
+DESCRIBED = ("dim", "lr", "batch_size", "noise_std", "init_scale")
+
+
+def trial_inputs(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
+    """One row per trial (index: seed) matching ``where``: the settings the theory reads, the
+    number of SGD steps at the selected epoch, and the target's s_1, kappa and ||W*||_F."""
+    epoch = where.get("epoch", table["epoch"].max())
+    columns = {c: arm(table, {**where, "component": c}, "target") for c in TARGET_COMPONENTS}
+    rows = table
+    for key, value in {"matrix": "product", **where}.items():
+        if key != "epoch":
+            rows = rows[matches(rows[key], value)]
+    settings = rows.groupby("seed").first().reindex(columns=[*SETTINGS, "init"])
+    inputs = settings.join(pd.DataFrame(columns), how="inner")
+    inputs["steps"] = epoch * inputs["steps_per_epoch"]
+    return inputs
+
+
+def predict(inputs: pd.DataFrame, component: str) -> float:
+    """The theory's headline statistic of ``component``'s error over these trials.
+
+    ``condition_number``: the median κ error (:func:`median_kappa_error`); ``row_norms``: the
+    mean of :func:`row_norm_error`. NaN where the theory does not apply (:func:`applies`) or
+    a target's κ is not finite.
+    """
+    if component not in PREDICTED:
+        raise ValueError(f"the theory predicts {PREDICTED}, not {component!r}")
+    if inputs.empty or not all(applies(r) for r in inputs.to_dict("records")):
+        return math.nan
+    models = [
+        noise_model(r.lr, int(r.steps), int(r.batch_size), r.noise_std, r.init_scale)
+        for r in inputs.itertuples()
+    ]
+    if component == "row_norms":
+        errors = [
+            row_norm_error(m, int(r.dim), r.frobenius_norm)
+            for m, r in zip(models, inputs.itertuples(), strict=True)
+        ]
+        return float(np.mean(errors))
+    stds = [
+        log_kappa_std(m, r.spectral_norm, r.spectral_norm / r.condition_number)
+        for m, r in zip(models, inputs.itertuples(), strict=True)
+    ]
+    return median_kappa_error(np.array(stds))
+
+
+THEORY_COLUMNS = ["experiment", "epoch", "component", "statistic", "measured", "ci_low"]
+THEORY_COLUMNS += ["ci_high", "predicted", "agrees", "n"]
+# Columns of a per-trial table that are results, not settings.
+RESULT_COLUMNS = {"seed", "matrix", "epoch", "component", "trained", "target", "error", "loss"}
+RESULT_COLUMNS |= {"diverged", "diverged_epoch"}
+
+
+def prediction_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Measured against predicted, per experiment cell, recorded epoch >= 1 and component.
+
+    ``tables`` are per-trial tables by experiment. A cell is one combination of the settings
+    that vary in its table; cells the theory does not cover are left out. ``measured`` is the
+    headline statistic (median κ error, mean row-norm error) with its bootstrap interval,
+    ``agrees`` whether the prediction lies inside it.
+    """
+    rows = []
+    for experiment, table in tables.items():
+        settings = [c for c in table.columns if c not in RESULT_COLUMNS]
+        swept = [c for c in settings if table[c].nunique(dropna=False) > 1]
+        described = list(dict.fromkeys([*swept, *DESCRIBED]))  # every row says its setting
+        cells = table[described].drop_duplicates().to_dict("records")
+        for cell in cells:
+            cell = {k: v for k, v in cell.items() if not pd.isna(v)}
+            for epoch in sorted(e for e in table["epoch"].unique() if e >= 1):
+                for component in PREDICTED:
+                    where = {**cell, "epoch": epoch, "component": component}
+                    inputs = trial_inputs(table, where)
+                    predicted = predict(inputs, component)
+                    if math.isnan(predicted):
+                        continue
+                    values = arm(table, where).to_numpy()
+                    name = headline(component)
+                    low, high = bootstrap_ci([values], STATISTICS[name])
+                    measured = float(STATISTICS[name](values))
+                    rows.append(
+                        {
+                            **cell,
+                            "experiment": experiment,
+                            "epoch": int(epoch),
+                            "component": component,
+                            "statistic": name,
+                            "measured": measured,
+                            "ci_low": float(low),
+                            "ci_high": float(high),
+                            "predicted": predicted,
+                            "agrees": bool(low <= predicted <= high),
+                            "n": values.size,
+                        }
+                    )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return pd.DataFrame(columns=THEORY_COLUMNS)
+    front = [c for c in THEORY_COLUMNS if c in table]
+    return table[front + sorted(set(table.columns) - set(front))]

@@ -1,0 +1,23 @@
+# The first-order theory of the condition-number error (src/matcond/theory.py) against the
+# configured experiments of config key `theory.experiments` (THEORY_EXPERIMENTS, common.smk).
+
+
+rule theory:
+    """Measured vs predicted kappa and row-norm errors per cell and recorded epoch."""
+    input:
+        expand("results/per_trial/{experiment}.parquet", experiment=THEORY_EXPERIMENTS),
+    output:
+        parquet="results/tables/theory.parquet",
+        csv="results/tables/theory.csv",
+    log:
+        "results/logs/theory.log",
+    conda:
+        "../../envs/matcond.yaml"
+    resources:
+        gpu=0,
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_fingerprint("theory", "selection", "stats"),
+    script:
+        "../../scripts/theory.py"
