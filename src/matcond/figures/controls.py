@@ -38,6 +38,8 @@ VERDICT_COLORS = {
 
 def _theory_panel(ax, rows: pd.DataFrame, x: str, by: str | None = None) -> None:
     """Measured statistic with its interval (markers) and the prediction (line) against x."""
+    if rows.empty:
+        return
     groups = [(None, rows)] if by is None else list(rows.groupby(by))
     for color, (value, part) in zip(palette(len(groups)), groups, strict=True):
         part = part.sort_values(x)
