@@ -42,15 +42,31 @@ def simulated():
 
 
 def test_noise_model_closed_forms():
-    m = theory.noise_model(LR, STEPS, BATCH, 0.0, 0.0)
+    m = theory.noise_model(LR, STEPS, BATCH, 0.0, 0.0, D)
     assert m.scale == pytest.approx(1 - (1 - LR) ** STEPS)
     assert m.entry_std == 0.0
     assert m.multiplicative == pytest.approx(LR * (1 - LR) ** (STEPS - 1))
-    init_only = theory.noise_model(LR, STEPS, BATCH, 0.0, INIT)
-    assert init_only.entry_std == pytest.approx(INIT * (1 - LR) ** STEPS)
-    # label noise alone reaches its stationary variance noise^2 lr / ((2 - lr) B)
-    long = theory.noise_model(LR, 100_000, BATCH, NOISE, 0.0)
-    assert long.entry_std**2 == pytest.approx(NOISE**2 * LR / ((2 - LR) * BATCH))
+    q2 = 1 - 2 * LR + LR**2 * (1 + (D + 1) / BATCH)
+    assert m.row_scale**2 == pytest.approx(1 - 2 * (1 - LR) ** STEPS + q2**STEPS)
+    init_only = theory.noise_model(LR, STEPS, BATCH, 0.0, INIT, D)
+    assert init_only.entry_std == pytest.approx(INIT * q2 ** (STEPS / 2))
+    # label noise alone reaches its stationary variance noise^2 lr^2 / ((1 - q2) B)
+    long = theory.noise_model(LR, 100_000, BATCH, NOISE, 0.0, D)
+    assert long.entry_std**2 == pytest.approx(NOISE**2 * LR**2 / ((1 - q2) * BATCH))
+    # for d / B -> 0 the rows are learned to the mean factor m
+    thin = theory.noise_model(LR, STEPS, 10**9, 0.0, 0.0, D)
+    assert thin.row_scale == pytest.approx(thin.scale, rel=1e-6)
+
+
+def test_the_exact_second_moment_of_a_step():
+    """E||a (I - lr S)||^2 = q2 ||a||^2 with S a Wishart batch covariance."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(D)
+    x = rng.standard_normal((50_000, BATCH, D))
+    steps = a - LR * np.einsum("d,nbd,nbe->ne", a, x, x) / BATCH
+    q2 = 1 - 2 * LR + LR**2 * (1 + (D + 1) / BATCH)
+    # q2 differs from (1 - lr)^2 by lr^2 (d + 1) / B = 6e-4: far above the 5e-5 sampling error
+    assert np.mean(np.sum(steps**2, axis=1)) == pytest.approx(q2 * a @ a, rel=2e-4)
 
 
 def test_median_kappa_error_matches_monte_carlo():
@@ -67,7 +83,7 @@ def test_the_additive_noise_is_iid_with_the_predicted_std(simulated):
     """E = W_T - W* (m I + eps M): its projection on the target's bottom singular pair, where
     the multiplicative part is s_n eps M_nn, small, has the predicted std."""
     w_star, finals = simulated
-    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT)
+    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT, D)
     u, s, vt = np.linalg.svd(w_star)
     projection = np.einsum("i,kij,j->k", u[:, -1], finals - model.scale * w_star, vt[-1])
     multiplicative = s[-1] * model.multiplicative * math.sqrt(2 * STEPS / BATCH)
@@ -81,7 +97,7 @@ def test_log_kappa_spread_and_median_error_match_the_simulation(simulated):
     kappa_star = s[0] / s[-1]
     kappas = np.array([np.linalg.cond(w) for w in finals])
     delta = np.log(kappas / kappa_star)
-    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT)
+    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT, D)
     std = theory.log_kappa_std(model, s[0], s[-1])
     assert delta.std() == pytest.approx(std, rel=0.12)
     # first order has no bias; second order adds a small positive one (s_n pushed down)
@@ -98,7 +114,7 @@ def test_row_norm_error_matches_the_simulation(simulated):
     errors = [
         np.linalg.norm(np.linalg.norm(w, axis=1) - rows) / np.linalg.norm(rows) for w in finals
     ]
-    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT)
+    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT, D)
     predicted = theory.row_norm_error(model, D, np.linalg.norm(w_star))
     assert np.sqrt(np.mean(np.square(errors))) == pytest.approx(predicted, rel=0.02)
 
@@ -158,7 +174,7 @@ def test_prediction_table_compares_each_cell_and_skips_what_the_theory_does_not_
     assert set(table["experiment"]) == {"sgd"}
     assert set(table["component"]) == {"condition_number", "row_norms"}
     kappa = table[table["component"] == "condition_number"].iloc[0]
-    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT)
+    model = theory.noise_model(LR, STEPS, BATCH, NOISE, INIT, D)
     std = theory.log_kappa_std(model, 1.0, 0.25)
     assert kappa["predicted"] == pytest.approx(theory.median_kappa_error(np.array([std])))
     assert kappa["ci_low"] <= kappa["measured"] <= kappa["ci_high"]

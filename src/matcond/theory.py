@@ -1,23 +1,26 @@
 """Why the condition number is poorly learned: a first-order theory of online SGD.
 
-Setting (README, "Why κ is poorly learned"): a single matrix W learns W* by plain SGD with
-learning rate lr from W_0 with i.i.d. N(0, init_scale²) entries; each of the T steps draws a
-fresh batch of B inputs x ~ N(0, I) and labels W* x + ε, ε ~ N(0, noise_std² I), and follows
-the gradient of ½ mean_batch ||W x - y||². With Δ_t = W_t - W* and S_t = X_tᵀX_t / B,
+Setting (README, "Why the condition number is poorly learned"): a single matrix W (d x d)
+learns W* by plain SGD with learning rate lr from W_0 with i.i.d. N(0, init_scale²) entries;
+each of the T steps draws a fresh batch of B inputs x ~ N(0, I) and labels W* x + ε,
+ε ~ N(0, noise_std² I), and follows the gradient of ½ mean_batch ||W x - y||². With
+Δ_t = W_t - W* and S_t = X_tᵀX_t / B,
 
     Δ_{t+1} = Δ_t (I - lr S_t) + lr N_t,   N_t = E_tᵀ X_t / B,   E[S_t] = I.
 
-To first order in the fluctuations S_t - I and N_t this gives
+Every step contracts a row vector a on average by q = 1 - lr, E[a (I - lr S_t)] = q a, and its
+squared norm exactly by q₂ = 1 - 2 lr + lr² (1 + (d+1)/B), E||a (I - lr S_t)||² = q₂ ||a||²
+(S_t is Wishart: E[S_t²] = (1 + (d+1)/B) I). So
 
-    W_T ≈ W* (m I + ε M) + E,
+    W_T = W* (I - P) + E,   P = Π_t (I - lr S_t),   E[P] = q^T I,
 
-- m = 1 - (1 - lr)^T: every direction of W* is learned at the same relative rate;
-- M = Σ_t (S_t - I), ε = lr (1 - lr)^(T-1): multiplicative noise, whose entries have
-  variance T/B off the diagonal and 2T/B on it;
-- E = (1 - lr)^T W_0 + lr Σ_t (1 - lr)^(T-1-t) N_t: additive noise with i.i.d. entries of
-  variance init_scale² (1-lr)^(2T) + noise_std² lr² (1 - (1-lr)^(2T)) / ((1 - (1-lr)²) B).
+- m = 1 - q^T: on average every direction of W* is learned at the same relative rate;
+- to first order P = q^T I - ε M with M = Σ_t (S_t - I) and ε = lr q^(T-1): multiplicative
+  noise whose entries have variance T/B off the diagonal and 2T/B on it;
+- E = W_0 P + lr Σ_t N_t Π_{s>t}(I - lr S_s): additive noise with i.i.d. entries of variance
+  σ_E² = init_scale² q₂^T + noise_std² lr² (1 - q₂^T) / ((1 - q₂) B).
 
-κ ignores the scale m. First-order perturbation of the extreme singular values of m W*
+κ ignores the scale. First-order perturbation of the extreme singular values of m W*
 (singular pairs (s_i, u_i, v_i)) gives
 
     δ log κ ≈ u_1ᵀ E v_1 / (m s_1) - u_nᵀ E v_n / (m s_n) + (ε/m) (v_1ᵀ M v_1 - v_nᵀ M v_n),
@@ -28,13 +31,18 @@ d; without label noise (and with W_0 → 0) they vanish. The relative error of �
 |exp(δ log κ) - 1|; over trials with different targets its distribution is the mixture of the
 trials' |exp(σ_k Z) - 1|, whose median :func:`median_kappa_error` computes.
 
-The row-norm error follows from the same model: row i of W_T has norm ≈ m b_i + ξ_i with
-b_i = ||W*_i,:||, so ||a - b|| / ||b|| ≈ sqrt((1-m)² + d σ_E² / ||W*||_F² + 2 ε² T / B).
+The row norms follow from the same model: row i of W* (I - P) has, exactly, mean squared norm
+b_i² r² with r² = 1 - 2 q^T + q₂^T (b_i = ||W*_i,:||), so the rows are learned to a common
+factor r (≈ m while lr (d+1)/B is small; below it for large d / B). E adds (d - 1) σ_E² across
+each row (a bias, b_i r -> sqrt(b_i² r² + (d-1) σ_E²), taken at the mean b_i² = ||W*||_F² / d)
+and σ_E² along it (a fluctuation), so with r' = sqrt(r² + (d-1) d σ_E² / ||W*||_F²)
+
+    ||a - b|| / ||b|| ≈ sqrt((1 - r')² + d σ_E² / ||W*||_F² + 2 ε² T / B).
 
 It does not apply to Adam, to weight decay, to corrective strategies or to deep models, and
-it is first order: it degrades where σ_E / (m s_n) is not small (the largest d, the smallest
-s_n) and where lr · d / B is not small. Second order adds a small positive bias to δ log κ
-(the noise pushes s_n down and s_1 up; about 0.2 σ in tests/test_theory.py's simulation).
+the κ part is first order: it degrades where σ_E / (m s_n) is not small (the largest d, the
+smallest s_n) and where lr · d / B is not small. Second order adds a small positive bias to
+δ log κ (the noise pushes s_n down and s_1 up; about 0.2 σ in tests/test_theory.py).
 """
 
 from __future__ import annotations
@@ -54,9 +62,11 @@ from matcond.stats import STATISTICS, bootstrap_ci, headline
 
 @dataclass(frozen=True)
 class NoiseModel:
-    """W_T ≈ W* (scale I + multiplicative M) + E with E's entries of std ``entry_std``."""
+    """W_T ≈ W* (scale I + multiplicative M) + E with E's entries of std ``entry_std``;
+    ``row_scale`` is r, the root-mean-square factor to which the rows are learned."""
 
     scale: float
+    row_scale: float
     entry_std: float
     multiplicative: float
     steps: int
@@ -75,15 +85,16 @@ def applies(spec: dict) -> bool:
 
 
 def noise_model(
-    lr: float, steps: int, batch_size: int, noise_std: float, init_scale: float
+    lr: float, steps: int, batch_size: int, noise_std: float, init_scale: float, dim: int
 ) -> NoiseModel:
-    """The first-order model of W_T after ``steps`` SGD steps (see the module docstring)."""
+    """The model of W_T after ``steps`` SGD steps at dimension ``dim`` (module docstring)."""
     q = 1.0 - lr
-    decay = q ** (2 * steps)
-    label = noise_std**2 * lr**2 * (1.0 - decay) / ((1.0 - q**2) * batch_size)
+    q2 = 1.0 - 2.0 * lr + lr**2 * (1.0 + (dim + 1) / batch_size)
+    label = noise_std**2 * lr**2 * (1.0 - q2**steps) / ((1.0 - q2) * batch_size)
     return NoiseModel(
         scale=1.0 - q**steps,
-        entry_std=math.sqrt(init_scale**2 * decay + label),
+        row_scale=math.sqrt(max(1.0 - 2.0 * q**steps + q2**steps, 0.0)),
+        entry_std=math.sqrt(init_scale**2 * q2**steps + label),
         multiplicative=lr * q ** (steps - 1),
         steps=steps,
         batch_size=batch_size,
@@ -114,10 +125,10 @@ def median_kappa_error(stds: np.ndarray) -> float:
 
 def row_norm_error(model: NoiseModel, dim: int, target_frobenius: float) -> float:
     """Expected relative error of the row norms (see the module docstring)."""
+    spread = dim * model.entry_std**2 / target_frobenius**2
+    learned = math.sqrt(model.row_scale**2 + (dim - 1) * spread)
     return math.sqrt(
-        (1.0 - model.scale) ** 2
-        + dim * model.entry_std**2 / target_frobenius**2
-        + 2 * model.multiplicative**2 * model.steps / model.batch_size
+        (1.0 - learned) ** 2 + spread + 2 * model.multiplicative**2 * model.steps / model.batch_size
     )
 
 
@@ -157,7 +168,7 @@ def predict(inputs: pd.DataFrame, component: str) -> float:
     if inputs.empty or not all(applies(r) for r in inputs.to_dict("records")):
         return math.nan
     models = [
-        noise_model(r.lr, int(r.steps), int(r.batch_size), r.noise_std, r.init_scale)
+        noise_model(r.lr, int(r.steps), int(r.batch_size), r.noise_std, r.init_scale, int(r.dim))
         for r in inputs.itertuples()
     ]
     if component == "row_norms":
@@ -174,7 +185,7 @@ def predict(inputs: pd.DataFrame, component: str) -> float:
 
 
 THEORY_COLUMNS = ["experiment", "epoch", "component", "statistic", "measured", "ci_low"]
-THEORY_COLUMNS += ["ci_high", "predicted", "agrees", "n"]
+THEORY_COLUMNS += ["ci_high", "predicted", "agrees", "deviation", "n"]
 # Columns of a per-trial table that are results, not settings.
 RESULT_COLUMNS = {"seed", "matrix", "epoch", "component", "trained", "target", "error", "loss"}
 RESULT_COLUMNS |= {"diverged", "diverged_epoch"}
@@ -186,7 +197,7 @@ def prediction_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     ``tables`` are per-trial tables by experiment. A cell is one combination of the settings
     that vary in its table; cells the theory does not cover are left out. ``measured`` is the
     headline statistic (median κ error, mean row-norm error) with its bootstrap interval,
-    ``agrees`` whether the prediction lies inside it.
+    ``agrees`` whether the prediction lies inside it, ``deviation`` predicted / measured - 1.
     """
     rows = []
     for experiment, table in tables.items():
@@ -219,6 +230,7 @@ def prediction_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                             "ci_high": float(high),
                             "predicted": predicted,
                             "agrees": bool(low <= predicted <= high),
+                            "deviation": predicted / measured - 1.0,
                             "n": values.size,
                         }
                     )
