@@ -96,15 +96,20 @@ def theory(tables: Tables, png: str, pdf: str) -> None:
             legend_outside(ax, fontsize=7)
         else:
             ax.set_visible(False)
-    agree = f"{int(table['agrees'].sum())} of {len(table)}"
-    fig.suptitle(f"First-order theory vs measurement (prediction inside the interval: {agree})")
+    inside = kappa["agrees"]
+    rows = table[table["component"] == "row_norms"]
+    fig.suptitle(
+        f"Theory vs measurement: kappa prediction inside the 95% CI in {int(inside.sum())} of "
+        f"{len(inside)} cells; row-norm prediction within "
+        f"{rows['deviation'].abs().max():.1%} of the measured mean"
+    )
     save(fig, png, pdf)
 
 
 def readings(tables: Tables, png: str, pdf: str) -> None:
     """Which reading of the paper's ambiguous settings reproduces which claim."""
     table = tables["readings"]
-    table = table.assign(column=table["reading"] + ": " + table["arm"])
+    table = table.assign(column=table["arm"])
     claims = list(dict.fromkeys(table["claim_id"]))
     columns = list(dict.fromkeys(table["column"]))
     verdicts = table.pivot(index="claim_id", columns="column", values="verdict")
@@ -175,7 +180,12 @@ def _heatmap(ax, values: pd.DataFrame, fmt: str, title: str, log: bool, cmap: st
     norm = mcolors.LogNorm() if log else mcolors.TwoSlopeNorm(vcenter=0.0, vmin=-1.0, vmax=1.0)
     image = ax.imshow(data, cmap=cmap, norm=norm, aspect="auto")
     for (i, j), value in np.ndenumerate(data):
-        ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=8)
+        red, green, blue, _ = image.cmap(norm(value))
+        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+        text = format(value, fmt)
+        ax.text(
+            j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black"
+        )
     ax.set_xticks(range(values.shape[1]), [f"{v:g}" for v in values.columns])
     ax.set_yticks(range(values.shape[0]), [f"{v:g}" for v in values.index])
     ax.set_xlabel("gradient clip (Frobenius norm)")
@@ -207,13 +217,17 @@ def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
         i, j = list(kappa.index).index(chosen[0]), list(kappa.columns).index(chosen[1])
         for ax in (left, middle):
             label = "lowest error without oscillation"
-            ax.add_patch(
-                Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=2.5, label=label)
+            frame = Rectangle(
+                (j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="orange", linewidth=3, label=label
             )
+            ax.add_patch(frame)
         left.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18), fontsize=7)
     seed = int(per_trial["seed"].min())
-    shown = [(kappa.index[0], kappa.columns[0]), (0.1, 1.0), (kappa.index[-1], kappa.columns[1])]
-    for color, (lam, clip) in zip(palette(len(shown)), shown, strict=True):
+    # the chosen cell, the most oscillating one and the lowest error overall
+    shown = [autocorr.stack().idxmin(), kappa.stack().idxmin()]
+    shown = list(dict.fromkeys([*([chosen] if chosen is not None else []), *shown]))
+    styles = [("o", "-"), ("s", "--"), ("^", ":")]
+    for color, (lam, clip), (marker, line) in zip(palette(3), shown, styles, strict=False):
         one = per_trial[
             (per_trial["seed"] == seed)
             & np.isclose(per_trial["spectral_lambda"], lam)
@@ -225,7 +239,9 @@ def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
             tail["epoch"],
             tail["trained"] - tail["target"],
             color=color,
-            marker=".",
+            marker=marker,
+            markersize=3,
+            linestyle=line,
             label=f"lambda {lam:g}, clip {clip:g}",
         )
     right.axhline(0, color="black", lw=0.8)

@@ -3,8 +3,9 @@
 Statistics come from the experiment tables (matcond.stats): each row has the component's
 headline statistic (``estimate``: the median for heavy-tailed components, the mean for norms)
 and its 95 % bootstrap interval (``ci_low``, ``ci_high``), never a mean ± std band. Errors
-span decades and can be exactly zero (effective rank), so error axes are symmetric-log:
-linear below 1e-4, logarithmic above, starting at 0. Every figure states n in its title.
+span decades: error axes are logarithmic, fitted to what is drawn, or, where a value is
+exactly zero (effective rank, bars), symmetric-log from 0 (linear below 1e-4). Every figure
+states n in its title.
 """
 
 from __future__ import annotations
@@ -63,9 +64,13 @@ def n_label(rows: pd.DataFrame) -> str:
 
 
 def error_axis(ax, label: str = ERROR_LABEL) -> None:
-    """A symmetric-log error axis from 0."""
-    ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
-    ax.set_ylim(bottom=0)
+    """A log error axis fitted to what is drawn, or symmetric-log from 0 when a value is 0."""
+    low = ax.dataLim.y0
+    if np.isfinite(low) and low > 0:
+        ax.set_yscale("log")
+    else:
+        ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
+        ax.set_ylim(bottom=0)
     ax.set_ylabel(label)
 
 
