@@ -108,6 +108,9 @@ def test_every_expected_output_exists(finished, small_config):
         for ext in ("parquet", "csv"):
             assert (finished / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
         assert (finished / "results" / "per_trial" / f"{name}.parquet").stat().st_size > 0
+        table = pd.read_parquet(finished / "results" / "tables" / f"{name}.parquet")
+        assert (table["ci_low"].dropna() >= 0).all(), name  # intervals of errors stay >= 0
+        assert (table["ci_low"].dropna() <= table["estimate"][table["ci_low"].notna()]).all()
     for name in ("theory.csv", "readings.csv"):
         assert len(pd.read_csv(finished / "results" / "tables" / name)) > 0
     assert set(config["experiments"]) >= {e for f in FIGURES.values() for e in f.experiments}
@@ -121,6 +124,8 @@ def test_every_expected_output_exists(finished, small_config):
     compared = claims[claims["ci_low"].notna()]
     assert (compared["ci_low"] <= compared["measured"]).all()
     assert (compared["measured"] <= compared["ci_high"]).all()
+    values = compared[(compared["kind"] == "value") & compared["claim_id"].str.contains("kappa")]
+    assert (values["ci_low"] >= 0).all()  # a non-negative quantity keeps a non-negative interval
 
 
 def test_trial_table_schema(finished):
