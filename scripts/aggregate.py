@@ -5,7 +5,7 @@ import sys
 
 import pandas as pd
 
-from matcond.joblog import logging_to
+from matcond.execution.joblog import logging_to
 from matcond.stats import aggregate
 
 with logging_to(snakemake.log[0]):

@@ -5,7 +5,7 @@ import json
 import sys
 
 from matcond.checkpoints import analyse_checkpoint, plot_spectra, write_table
-from matcond.joblog import logging_to
+from matcond.execution.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     settings = json.loads(snakemake.params.settings)

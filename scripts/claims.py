@@ -8,7 +8,7 @@ import pandas as pd
 import yaml
 
 from matcond.claims import evaluate, evaluate_readings, readings_summary, to_markdown
-from matcond.joblog import logging_to
+from matcond.execution.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     claims = yaml.safe_load(Path(snakemake.input.claims).read_text())

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from matcond.execution.joblog import logging_to
 from matcond.gauss_newton.plots import FIGURES
-from matcond.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     table = pd.read_parquet(snakemake.input[0])

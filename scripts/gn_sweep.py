@@ -6,8 +6,8 @@ import time
 
 import torch
 
+from matcond.execution.joblog import logging_to
 from matcond.gauss_newton.experiments import run_sweep
-from matcond.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)  # fixed thread count: identical bits on any --cores

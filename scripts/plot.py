@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from matcond.execution.joblog import logging_to
 from matcond.figures import FIGURES
-from matcond.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
     tables = {name: pd.read_parquet(path) for name, path in snakemake.input.items()}

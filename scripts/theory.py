@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from matcond.joblog import logging_to
+from matcond.execution.joblog import logging_to
 from matcond.theory import prediction_table
 
 with logging_to(snakemake.log[0]):

@@ -1,13 +1,13 @@
 """Snakemake entry point of rule `train`: one trial -> its tidy parquet table and weights.
 
-On a local run the trial server (matcond.trialserver) trains it in a forked child, so this
+On a local run the trial server (matcond.execution.trialserver) trains it in a forked child, so this
 script imports neither torch nor pandas; without a server it trains the trial itself.
 """
 
 import os
 import sys
 
-from matcond.trialserver import request_trial
+from matcond.execution.trialserver import request_trial
 
 job = {
     "spec_json": snakemake.params.spec,

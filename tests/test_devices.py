@@ -1,4 +1,5 @@
-"""GPU choice for concurrent training jobs (matcond.devices), on the CPU with fake GPU counts."""
+"""GPU choice for concurrent training jobs (matcond.execution.devices), on the CPU with fake GPU
+counts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from matcond.devices import (
+from matcond.execution.devices import (
     LOCK_DIR_ENV,
     DeviceUnavailableError,
     claim_device,
@@ -164,7 +165,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from matcond.devices import claim_device
+    from matcond.execution.devices import claim_device
 
     with claim_device("cuda", device_count=1, visible=None, lock_dir=Path(sys.argv[1]),
                       scope="") as device:

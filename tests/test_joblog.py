@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from matcond.joblog import logging_to
+from matcond.execution.joblog import logging_to
 
 
 def test_traceback_lands_in_the_log(tmp_path):

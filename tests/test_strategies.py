@@ -5,20 +5,14 @@ import pytest
 import torch
 
 from matcond import models
+from matcond.config import load_schema
+from matcond.models import MODELS
 from matcond.run import gradient_signal, run_trial
-from matcond.training import _spectral_penalty_grad, _svd_correct, build_model, init_layer
+from matcond.strategies import STRATEGIES, Strategy, spectral_penalty_grad, svd_correct
+from matcond.training import build_model, init_layer
+from matcond.trials import choice_params
 
 CPU = torch.device("cpu")
-STRATEGIES = [
-    "standard",
-    "multipliers",
-    "sv_multipliers",
-    "spectral_reg",
-    "hybrid",
-    "svd_correction",
-    "orthogonality_reg",
-    "spectral_decay",
-]
 
 
 def randn(*shape, seed=0):
@@ -31,14 +25,14 @@ def test_spectral_penalty_gradient_matches_autograd():
     s = torch.linalg.svdvals(w)
     (0.3 * (torch.log(s[0] / s[-1]) - log_kappa_goal) ** 2).backward()
     torch.testing.assert_close(
-        _spectral_penalty_grad(w, log_kappa_goal, 0.3, 1e9), w.grad, rtol=1e-9, atol=1e-12
+        spectral_penalty_grad(w, log_kappa_goal, 0.3, 1e9), w.grad, rtol=1e-9, atol=1e-12
     )
 
 
 def test_spectral_penalty_gradient_is_clipped():
-    grad = _spectral_penalty_grad(randn(4, 4), 5.0, 10.0, 0.5)
+    grad = spectral_penalty_grad(randn(4, 4), 5.0, 10.0, 0.5)
     assert torch.linalg.norm(grad) == pytest.approx(0.5)
-    assert _spectral_penalty_grad(torch.zeros(3, 3, dtype=torch.float64), 1.0, 10.0, 0.5) is None
+    assert spectral_penalty_grad(torch.zeros(3, 3, dtype=torch.float64), 1.0, 10.0, 0.5) is None
 
 
 def test_spectral_decay_pulls_kappa_toward_one(spec):
@@ -85,7 +79,7 @@ def test_inits_draw_what_they_say(spec, init):
 def test_svd_correction_blends_singular_values():
     w, target_s = randn(4, 4), torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=torch.float64)
     before = torch.linalg.svdvals(w)
-    _svd_correct(w, target_s, 0.25)
+    svd_correct(w, target_s, 0.25)
     torch.testing.assert_close(torch.linalg.svdvals(w), 0.75 * before + 0.25 * target_s)
 
 
@@ -118,7 +112,7 @@ def test_gradient_signal_picks_each_singular_direction():
     np.testing.assert_allclose(gradient_signal(w, g), [5.0, 0.0, 0.0, 2.0], atol=1e-12)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 def test_every_strategy_runs_and_learns(spec, strategy):
     s = {**spec, "strategy": strategy, "epochs": 30, "lr": 0.05, "svd_every": 10}
     table, weights = run_trial(s, CPU)
@@ -143,3 +137,33 @@ def test_gradient_rows(spec):
     grads = table[table["component"].str.startswith("grad_sigma_")]
     assert sorted(grads["epoch"].unique()) == [5, 10]  # epoch 0 has no gradient yet
     assert len(grads) == 2 * spec["dim"] and (grads["trained"] >= 0).all()
+
+
+def test_registries_match_the_schema():
+    """The schema's enums list exactly the registered strategies and models, and a strategy
+    reads exactly the settings the schema marks as applying to it."""
+    settings = load_schema()["$defs"]["settings"]["properties"]
+    assert set(settings["strategy"]["enum"]) == set(STRATEGIES)
+    assert set(settings["model"]["enum"]) == set(MODELS)
+    params = choice_params(settings)["strategy"]
+    for name, strategy in STRATEGIES.items():
+        assert set(strategy.settings) == set(params[name]), name
+
+
+def test_a_new_strategy_needs_only_the_registry(spec, monkeypatch):
+    """A toy strategy (a strong L2 penalty on the matrix), registered and nothing else, trains:
+    training knows strategies only through the registry's hooks."""
+
+    def shrink(model, spec, target):
+        return 10.0 * model.layers[0].square().sum()
+
+    monkeypatch.setitem(STRATEGIES, "toy", Strategy(penalty=shrink))
+    s = {**spec, "epochs": 50, "lr": 0.05}
+    toy, _ = run_trial({**s, "strategy": "toy"}, CPU)
+    standard, _ = run_trial({**s, "strategy": "standard"}, CPU)
+
+    def norm(table):
+        rows = table[(table["epoch"] == 50) & (table["component"] == "frobenius_norm")]
+        return rows["trained"].iloc[0]
+
+    assert norm(toy) < 0.2 * norm(standard)

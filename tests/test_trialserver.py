@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from matcond.execution.trialserver import ADDRESS_ENV, TrialServer, request_trial
 from matcond.run import run_trial_job
-from matcond.trialserver import ADDRESS_ENV, TrialServer, request_trial
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,4 @@
-"""The trained models: a single matrix, its multiplier variants, deep linear nets, a ReLU MLP,
-one attention block.
+"""The trained models and their teachers, one class each, in one registry (:data:`MODELS`).
 
 Every model maps a batch x (batch x in_dim, or batch x tokens x dim for the attention block)
 to predictions of the same shape, exposes its parameter groups with their learning-rate
@@ -7,17 +6,30 @@ factors, and names the matrices whose components are recorded: ``product`` is th
 matrix (W_eff for one layer, W_L ... W_1 for a deep linear net, W_2 W_1 for the ReLU MLP,
 which is not its function), ``layer{l}`` each layer; the attention block records the products
 that its function determines (see :class:`AttentionBlock`).
+
+A registered class also says how a trial builds it (:meth:`Model.build`, from the spec and a
+function that draws one initial layer), what its teacher is (:meth:`Model.teacher_weights`,
+float64 matrices by name: the recorded ones plus any the teacher needs to run, drawn from the
+trial's target streams; :meth:`Model.teacher`, the teacher's function) and the shape of one
+input (:meth:`Model.input_shape`). Adding a model touches this registry, the schema's enum and
+a test.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
 import torch
 
+from matcond.targets import TARGET_STREAM, TEACHER2_STREAM, make_target
 
-def _init(
-    shape: tuple[int, int], scale: float, gen: torch.Generator, dtype: torch.dtype
-) -> torch.Tensor:
-    return scale * torch.randn(*shape, generator=gen, dtype=dtype)
+if TYPE_CHECKING:
+    from matcond.strategies import Strategy
+
+Layer = Callable[[], torch.Tensor]
+Teacher = Callable[[torch.Tensor], torch.Tensor]
 
 
 class Model(torch.nn.Module):
@@ -34,6 +46,7 @@ class Model(torch.nn.Module):
         return groups
 
     def multipliers(self) -> list[torch.nn.Parameter]:
+        """Parameters trained at the multipliers' learning rate (none by default)."""
         return []
 
     def effective(self) -> torch.Tensor:
@@ -50,9 +63,29 @@ class Model(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.effective().T
 
+    @classmethod
+    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+        """The trial's model, its layers drawn by ``layer()`` in order."""
+        raise NotImplementedError
+
+    @staticmethod
+    def teacher_weights(spec: dict) -> dict[str, np.ndarray]:
+        """The linear teacher W* (``product``), as matcond.targets draws it."""
+        return {"product": make_target(spec)}
+
+    @staticmethod
+    def teacher(weights: dict[str, torch.Tensor]) -> Teacher:
+        """y = W* x."""
+        return lambda x: x @ weights["product"].T
+
+    @staticmethod
+    def input_shape(spec: dict) -> tuple[int, ...]:
+        """The shape of one input."""
+        return (spec["dim"],)
+
 
 class Linear(Model):
-    """y = W x."""
+    """y = W x; a strategy may wrap W (learnable multipliers, matcond.strategies)."""
 
     def __init__(self, w0: torch.Tensor):
         super().__init__()
@@ -60,6 +93,10 @@ class Linear(Model):
 
     def effective(self) -> torch.Tensor:
         return self.layers[0]
+
+    @classmethod
+    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+        return strategy.model(layer())
 
 
 class RowColumnMultipliers(Linear):
@@ -93,7 +130,7 @@ class SingularValueMultipliers(Linear):
 
 
 class DeepLinear(Model):
-    """y = W_L ... W_1 x."""
+    """y = W_L ... W_1 x, learning the same linear target as one matrix."""
 
     def __init__(self, ws: list[torch.Tensor]):
         super().__init__()
@@ -105,9 +142,13 @@ class DeepLinear(Model):
             out = w @ out
         return out
 
+    @classmethod
+    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+        return cls([layer() for _ in range(spec["depth"])])
+
 
 class ReluMLP(Model):
-    """y = W_2 relu(W_1 x) (hidden width = the input dimension)."""
+    """y = W_2 relu(W_1 x) (hidden width = the input dimension), learning a ReLU teacher."""
 
     def __init__(self, w1: torch.Tensor, w2: torch.Tensor):
         super().__init__()
@@ -119,6 +160,21 @@ class ReluMLP(Model):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x @ self.layers[0].T) @ self.layers[1].T
 
+    @classmethod
+    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+        return cls(layer(), layer())
+
+    @staticmethod
+    def teacher_weights(spec: dict) -> dict[str, np.ndarray]:
+        """W1*, W2*: two independent draws of the spec's structure; ``product`` W2* W1*."""
+        w1, w2 = make_target(spec), make_target(spec, TEACHER2_STREAM)
+        return {"product": w2 @ w1, "layer1": w1, "layer2": w2}
+
+    @staticmethod
+    def teacher(weights: dict[str, torch.Tensor]) -> Teacher:
+        """y = W2* relu(W1* x)."""
+        return lambda x: torch.relu(x @ weights["layer1"].T) @ weights["layer2"].T
+
 
 class AttentionBlock(Model):
     """One single-head attention block with a ReLU MLP, on sequences x (batch x tokens x d).
@@ -127,8 +183,12 @@ class AttentionBlock(Model):
     The function fixes W_Q^T W_K and W_O W_V but not the factors (any invertible R gives
     W_Q -> R W_Q, W_K -> R^-T W_K the same block), so those products are recorded as ``qk``
     and ``ov``, beside the MLP's ``mlp1`` (W_1) and ``mlp2`` (W_2) (these two are fixed up to
-    a permutation and positive scaling of the hidden units).
+    a permutation and positive scaling of the hidden units). Its teacher is a block of the same
+    shape whose six matrices are independent draws of the spec's structure.
     """
+
+    LAYERS = ("wq", "wk", "wv", "wo", "w1", "w2")
+    STREAMS = (TARGET_STREAM, TEACHER2_STREAM, 4, 5, 6, 7)
 
     def __init__(self, wq, wk, wv, wo, w1, w2):
         super().__init__()
@@ -143,3 +203,38 @@ class AttentionBlock(Model):
         scores = (x @ wq.T) @ (x @ wk.T).transpose(-1, -2) / x.shape[-1] ** 0.5
         h = x + torch.softmax(scores, dim=-1) @ (x @ wv.T) @ wo.T
         return h + torch.relu(h @ w1.T) @ w2.T
+
+    @classmethod
+    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+        return cls(*(layer() for _ in cls.LAYERS))
+
+    @classmethod
+    def teacher_weights(cls, spec: dict) -> dict[str, np.ndarray]:
+        """``qk``, ``ov``, ``mlp1``, ``mlp2`` and the six matrices as ``attention.{wq,...}``."""
+        w = {name: make_target(spec, s) for name, s in zip(cls.LAYERS, cls.STREAMS, strict=True)}
+        recorded = {"qk": w["wq"].T @ w["wk"], "ov": w["wo"] @ w["wv"]}
+        recorded.update(mlp1=w["w1"].copy(), mlp2=w["w2"].copy())
+        return {**recorded, **{f"attention.{k}": v for k, v in w.items()}}
+
+    @classmethod
+    def teacher(cls, weights: dict[str, torch.Tensor]) -> Teacher:
+        """The teacher block's forward."""
+        return cls(*(weights[f"attention.{name}"] for name in cls.LAYERS)).forward
+
+    @staticmethod
+    def input_shape(spec: dict) -> tuple[int, ...]:
+        """A sequence of ``seq_len`` tokens of dimension ``dim``."""
+        return (spec["seq_len"], spec["dim"])
+
+
+MODELS: dict[str, type[Model]] = {
+    "linear": Linear,
+    "deep_linear": DeepLinear,
+    "relu_mlp": ReluMLP,
+    "attention": AttentionBlock,
+}
+
+
+def teacher_weights(spec: dict) -> dict[str, np.ndarray]:
+    """The target matrices of a trial by name (its model's teacher)."""
+    return MODELS[spec["model"]].teacher_weights(spec)

@@ -27,9 +27,9 @@ import torch
 from safetensors.torch import save_file
 
 from matcond.components import compare, singular_values
-from matcond.devices import claim_device
-from matcond.joblog import logging_to
-from matcond.targets import make_teacher
+from matcond.execution.devices import claim_device
+from matcond.execution.joblog import logging_to
+from matcond.models import teacher_weights
 from matcond.training import train
 
 RESULT_COLUMNS = [
@@ -74,7 +74,7 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
     Returns the tidy table and the weights to save, keyed ``{stage}.{matrix}`` with stage
     ``target``, ``initial`` or ``final``.
     """
-    targets = make_teacher(spec)
+    targets = teacher_weights(spec)
     rows = []
 
     def on_record(epoch, matrices, loss, gradient) -> None:
@@ -134,8 +134,9 @@ def run_trial_job(
     """What one training job does, in its own process or a trial server's child.
 
     Train the trial with ``threads`` torch threads on the config's ``device`` (a GPU is
-    claimed for the job's lifetime, :mod:`matcond.devices`), write its table and weights, and
-    log the compute seconds and peak memory; errors end up in ``log`` with their traceback.
+    claimed for the job's lifetime, :mod:`matcond.execution.devices`), write its table and
+    weights, and log the compute seconds and peak memory; errors end up in ``log`` with their
+    traceback.
     """
     with logging_to(log):
         spec = json.loads(spec_json)

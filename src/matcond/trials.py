@@ -18,44 +18,29 @@ from jsonschema import Draft202012Validator
 
 from matcond.config import ConfigError, load_schema, raise_first_error
 
-# Settings that only matter for one target structure, model or strategy, with their path tags.
-STRUCTURE_PARAMS = {
-    "heterogeneous": ["row_log_std"],
-    "low_rank": ["rank"],
-    "block_diagonal": ["n_blocks"],
-}
-MODEL_PARAMS = {"linear": [], "deep_linear": ["depth"], "relu_mlp": [], "attention": ["seq_len"]}
-STRATEGY_PARAMS = {
-    "standard": [],
-    "multipliers": ["multiplier_lr_ratio"],
-    "sv_multipliers": ["multiplier_lr_ratio"],
-    "spectral_reg": ["spectral_lambda", "spectral_clip"],
-    "hybrid": ["multiplier_lr_ratio", "spectral_lambda", "spectral_clip"],
-    "svd_correction": ["svd_every", "svd_blend"],
-    "orthogonality_reg": ["orthogonality_mu"],
-    "spectral_decay": ["spectral_decay_lambda", "spectral_clip"],
-}
-INIT_PARAMS = {"gaussian": ["init_scale"], "lecun_normal": [], "torch_linear": [], "orthogonal": []}
-TAGS = {
-    "row_log_std": "s",
-    "rank": "r",
-    "n_blocks": "b",
-    "depth": "L",
-    "seq_len": "T",
-    "multiplier_lr_ratio": "ratio",
-    "spectral_lambda": "lam",
-    "spectral_clip": "clip",
-    "svd_every": "every",
-    "svd_blend": "blend",
-    "orthogonality_mu": "mu",
-    "spectral_decay_lambda": "lam",
-}
-_CHOICE_PARAMS = (
-    ("structure", STRUCTURE_PARAMS),
-    ("model", MODEL_PARAMS),
-    ("strategy", STRATEGY_PARAMS),
-    ("init", INIT_PARAMS),
-)
+CHOICES = ("structure", "model", "strategy", "init")
+
+
+def _settings_schema() -> dict[str, dict]:
+    return load_schema()["$defs"]["settings"]["properties"]
+
+
+def choice_params(settings: dict[str, dict] | None = None) -> dict[str, dict[str, list[str]]]:
+    """Per choice (structure, model, strategy, init) and value, the settings that apply to it
+    only (the schema's ``x-applies-to``), in schema order: e.g. strategy -> spectral_reg ->
+    [spectral_lambda, spectral_clip]."""
+    settings = _settings_schema() if settings is None else settings
+    params = {key: {value: [] for value in settings[key]["enum"]} for key in CHOICES}
+    for name, prop in settings.items():
+        for key, values in prop.get("x-applies-to", {}).items():
+            for value in values:
+                params[key][value].append(name)
+    return params
+
+
+CHOICE_PARAMS = choice_params()
+# How a setting is named in a trial's path (the schema's ``x-path-tag``).
+TAGS = {n: p["x-path-tag"] for n, p in _settings_schema().items() if "x-path-tag" in p}
 # Settings that change how a trial is analysed, not how it is trained: they reach the job
 # through its params (a change reruns it) but are not part of its path.
 ANALYSIS_SETTINGS = ("effective_rank_thresholds", "rank_rtol")
@@ -84,17 +69,18 @@ class Trial:
         """The path of the trial's directory below results/trials (everything but the seed)."""
         s, fmt = self.spec, format_value
 
-        def choice(key: str, params: dict[str, list[str]]) -> str:
-            return "-".join([s[key], *(f"{TAGS[p]}{fmt(s[p])}" for p in params[s[key]])])
+        def choice(key: str) -> str:
+            params = CHOICE_PARAMS[key][s[key]]
+            return "-".join([s[key], *(f"{TAGS[p]}{fmt(s[p])}" for p in params)])
 
         init = f"init{fmt(s['init_scale'])}" if s["init"] == "gaussian" else f"init-{s['init']}"
         return "/".join(
             [
-                choice("model", MODEL_PARAMS),
-                choice("structure", STRUCTURE_PARAMS),
+                choice("model"),
+                choice("structure"),
                 f"d{s['dim']}",
                 f"{s['optimizer']}-lr{fmt(s['lr'])}-wd{fmt(s['weight_decay'])}",
-                choice("strategy", STRATEGY_PARAMS),
+                choice("strategy"),
                 f"{init}-bs{s['batch_size']}-ep{s['epochs']}"
                 f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
                 f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}-{s['dtype']}",
@@ -114,7 +100,7 @@ class Trial:
 def canonical(spec: dict[str, Any]) -> dict[str, Any]:
     """Drop the parameters that do not apply to the spec's structure, model and strategy."""
     unused = set()
-    for key, params in _CHOICE_PARAMS:
+    for key, params in CHOICE_PARAMS.items():
         unused |= {p for ps in params.values() for p in ps} - set(params[spec[key]])
     return {k: v for k, v in spec.items() if k not in unused}
 

@@ -7,7 +7,7 @@ import sys
 from matcond.catalog import FIGURES
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.config import ConfigError, check_results_dir, validate_config
-from matcond.trialserver import ADDRESS_ENV, TrialServer
+from matcond.execution.trialserver import ADDRESS_ENV, TrialServer
 from matcond.trials import all_trials, swept_settings
 
 try:
@@ -19,7 +19,7 @@ except ConfigError as err:
 config.update(_validated)
 
 
-# The trial server of a local run (matcond.trialserver); its address reaches the jobs
+# The trial server of a local run (matcond.execution.trialserver); its address reaches the jobs
 # through the environment they inherit.
 TRIAL_SERVERS = []
 

@@ -16,7 +16,7 @@ rule train:
         runtime=train_runtime,
     params:
         spec=trial_spec,
-        # not matcond.devices: it picks where a trial runs, not what it computes
+        # not matcond.execution.devices: it picks where a trial runs, not what it computes
         code=code_fingerprint(
             "components", "targets", "models", "training", "optim", "run"
         ),

@@ -129,7 +129,7 @@ class TrialServer:
         directory = Path(tempfile.mkdtemp(prefix="matcond-trials-"))
         address = str(directory / "trials.sock")
         process = subprocess.Popen(
-            [sys.executable, "-m", "matcond.trialserver", address],
+            [sys.executable, "-m", "matcond.execution.trialserver", address],
             stdout=subprocess.PIPE,
         )
         ready: list[bytes] = []

@@ -1,0 +1,3 @@
+"""How jobs run, not what they compute: the trial server that forks warm trial processes,
+GPU claiming for concurrent jobs, and job logs. Nothing here changes a result, so no rule's
+code fingerprint includes these modules (matcond.fingerprints)."""

@@ -1,0 +1,82 @@
+"""Code fingerprints that decide reruns, derived from the import graph of a rule's script.
+
+A rule's ``code`` param is the hash of every ``matcond`` module its script imports, directly or
+through other ``matcond`` modules (read from the source with :mod:`ast`, so a module imported
+inside a function counts too), and of the packages' ``__init__`` files on the way. Editing any
+of them reruns the rule's jobs; editing anything else does not. The execution backends
+(:mod:`matcond.execution`: trial server, GPU claiming, job logs) decide how a job runs, not
+what it computes, and are left out.
+
+Light on purpose (ast, hashlib): the Snakefile calls it at parse time.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE = "matcond"
+EXCLUDED = ("matcond.execution",)
+
+
+def module_path(name: str) -> Path | None:
+    """The source file of module ``name`` of this package (None if it is not a module)."""
+    parts = name.split(".")[1:]
+    base = PACKAGE_DIR.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(PACKAGE_DIR).with_suffix("")
+    parts = [p for p in relative.parts if p != "__init__"]
+    return ".".join([PACKAGE, *parts])
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Names of the ``matcond`` modules that the file at ``path`` imports anywhere in it."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    inside = path.is_relative_to(PACKAGE_DIR)
+    package = _module_name(path) if inside else ""
+    if inside and path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names |= {f"{base}.{alias.name}" for alias in node.names}
+    return {n for n in names if (n == PACKAGE or n.startswith(PACKAGE + ".")) and module_path(n)}
+
+
+def dependencies(script: Path) -> list[Path]:
+    """Every package source file ``script`` depends on (transitively), sorted."""
+    seen: set[str] = set()
+    todo = list(imported_modules(Path(script)))
+    while todo:
+        name = todo.pop()
+        if name in seen or name.startswith(EXCLUDED):
+            continue
+        seen.add(name)
+        parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
+        todo += parents
+        todo += imported_modules(module_path(name))
+    return sorted({module_path(name) for name in seen})
+
+
+def code_fingerprint(script: Path) -> str:
+    """Hash of the package files ``script`` depends on (names and contents)."""
+    digest = hashlib.sha256()
+    for path in dependencies(script):
+        digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,143 @@
+"""Corrective strategies: one object each, in one registry (:data:`STRATEGIES`).
+
+A :class:`Strategy` says what it adds to the model (``model``: the class that wraps the one
+trained matrix, e.g. with learnable multipliers), to the loss (``penalty``), to the gradient
+after backpropagation (``gradient``) and after each epoch (``after_epoch``), and which settings
+it reads (``settings``; the config schema marks the same settings as applying to it, and
+tests/test_strategies.py checks that the two agree). Strategies act on a single matrix
+learning a linear target (``model: linear``). Training (matcond.training) only calls the hooks.
+
+- ``multipliers``: W_eff = diag(r) W diag(c), r and c learned at lr * multiplier_lr_ratio;
+- ``sv_multipliers``: W_eff = U diag(m s) V^T from the SVD of W, m learned likewise;
+- ``spectral_reg``: adds lam (log kappa(W_eff) - log kappa*)^2 with kappa* the target's
+  pseudo-condition number; its gradient is analytic, 2 lam (log kappa - log kappa*)
+  (u_1 v_1^T / s_1 - u_n v_n^T / s_n), clipped to Frobenius norm ``spectral_clip``;
+- ``hybrid``: multipliers plus spectral_reg (the slides' prescription);
+- ``svd_correction``: every ``svd_every`` epochs, s(W) <- (1 - svd_blend) s(W) + svd_blend s(W*),
+  never at the last epoch: the trained matrix is scored after plain steps, not on the epoch of
+  a correction (where its error is several times lower than one epoch before);
+- ``orthogonality_reg``: adds mu ||W^T W - I||_F^2;
+- ``spectral_decay`` (structured weight decay, review W4d): adds lam (log kappa(W))^2, the
+  spectral penalty toward kappa = 1 instead of kappa*, with the same clipped analytic gradient
+  (``spectral_decay_lambda``, ``spectral_clip``): a decay that knows nothing of the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from matcond import models
+from matcond.components import pseudo_condition_number, singular_values
+
+
+class Target:
+    """What strategies may know of the target W* (computed on first use)."""
+
+    def __init__(self, product: np.ndarray, spec: dict, device: torch.device):
+        self.product, self.spec, self.device = product, spec, device
+        self.dtype = getattr(torch, spec["dtype"])
+
+    @cached_property
+    def singular_values(self) -> torch.Tensor:
+        """s(W*), descending, in the training dtype."""
+        s = singular_values(self.product)
+        return torch.as_tensor(s, dtype=self.dtype, device=self.device)
+
+    @cached_property
+    def log_kappa(self) -> float:
+        """log of W*'s pseudo-condition number."""
+        s = singular_values(self.product)
+        return float(np.log(pseudo_condition_number(s, self.spec["rank_rtol"])))
+
+
+Penalty = Callable[[models.Model, dict, Target], torch.Tensor]
+GradientHook = Callable[[models.Model, dict, Target], None]
+EpochHook = Callable[[models.Model, int, dict, Target], None]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A corrective strategy: its settings and what it adds to model, loss and gradient."""
+
+    settings: tuple[str, ...] = ()
+    model: type[models.Model] = models.Linear
+    penalty: Penalty | None = None
+    gradient: GradientHook | None = None
+    after_epoch: EpochHook | None = None
+
+
+def spectral_penalty_grad(
+    w_eff: torch.Tensor, log_kappa_goal: float, lam: float, clip: float
+) -> torch.Tensor | None:
+    """Clipped analytic gradient of lam (log kappa(W) - log_kappa_goal)^2 (None if W is singular).
+
+    d sigma_i / dW = u_i v_i^T, so the gradient is 2 lam (log kappa - goal) (u_1 v_1^T / s_1 -
+    u_n v_n^T / s_n), rescaled to Frobenius norm ``clip`` if it is longer.
+    """
+    u, s, vh = torch.linalg.svd(w_eff.detach(), full_matrices=False)
+    if s[-1] <= 0:
+        return None
+    gap = torch.log(s[0] / s[-1]) - log_kappa_goal
+    grad = (
+        2 * lam * gap * (torch.outer(u[:, 0], vh[0]) / s[0] - torch.outer(u[:, -1], vh[-1]) / s[-1])
+    )
+    norm = torch.linalg.norm(grad)
+    return grad * (clip / norm) if norm > clip else grad
+
+
+def spectral_gradient(lam_setting: str, toward_target: bool) -> GradientHook:
+    """A gradient hook that pulls log kappa(W_eff) toward the target's (or toward 0)."""
+
+    def hook(model: models.Model, spec: dict, target: Target) -> None:
+        w_eff = model.effective()
+        goal = target.log_kappa if toward_target else 0.0
+        grad = spectral_penalty_grad(w_eff, goal, spec[lam_setting], spec["spectral_clip"])
+        if grad is not None:
+            w_eff.backward(grad)
+
+    return hook
+
+
+def orthogonality_penalty(model: models.Model, spec: dict, target: Target) -> torch.Tensor:
+    """mu ||W^T W - I||_F^2."""
+    w = model.layers[0]
+    eye = torch.eye(w.shape[1], dtype=w.dtype, device=w.device)
+    return spec["orthogonality_mu"] * (w.T @ w - eye).square().sum()
+
+
+@torch.no_grad()
+def svd_correct(w: torch.Tensor, target_s: torch.Tensor, blend: float) -> None:
+    """Move each singular value of ``w`` the fraction ``blend`` of the way to ``target_s``."""
+    u, s, vh = torch.linalg.svd(w, full_matrices=False)
+    w.copy_((u * ((1 - blend) * s + blend * target_s)) @ vh)
+
+
+def svd_correction(model: models.Model, epoch: int, spec: dict, target: Target) -> None:
+    """Every ``svd_every`` epochs but the last, :func:`svd_correct` the trained matrix."""
+    if epoch % spec["svd_every"] == 0 and epoch != spec["epochs"]:
+        svd_correct(model.layers[0], target.singular_values, spec["svd_blend"])
+
+
+SPECTRAL = ("spectral_lambda", "spectral_clip")
+STRATEGIES: dict[str, Strategy] = {
+    "standard": Strategy(),
+    "multipliers": Strategy(("multiplier_lr_ratio",), models.RowColumnMultipliers),
+    "sv_multipliers": Strategy(("multiplier_lr_ratio",), models.SingularValueMultipliers),
+    "spectral_reg": Strategy(SPECTRAL, gradient=spectral_gradient("spectral_lambda", True)),
+    "hybrid": Strategy(
+        ("multiplier_lr_ratio", *SPECTRAL),
+        models.RowColumnMultipliers,
+        gradient=spectral_gradient("spectral_lambda", True),
+    ),
+    "svd_correction": Strategy(("svd_every", "svd_blend"), after_epoch=svd_correction),
+    "orthogonality_reg": Strategy(("orthogonality_mu",), penalty=orthogonality_penalty),
+    "spectral_decay": Strategy(
+        ("spectral_decay_lambda", "spectral_clip"),
+        gradient=spectral_gradient("spectral_decay_lambda", False),
+    ),
+}
