@@ -17,7 +17,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
-include: "workflow/rules/checkpoints.smk"
+include: "workflow/rules/own_weights.smk"
 include: "workflow/rules/gauss_newton.smk"
 
 

@@ -49,17 +49,37 @@ def run_workflow(workdir: Path, config: dict, cores: int) -> float:
 
 
 def training_jobs(workdir: Path) -> pd.DataFrame:
-    """One row per training job: dim, wall seconds, compute seconds, peak RSS (MB)."""
+    """One row per training job: dim, wall seconds, compute seconds, peak RSS (MB), from the
+    benchmark each training process writes (matcond.run.write_benchmark)."""
     rows = []
     for bench in (workdir / "results" / "benchmarks" / "train").rglob("*.tsv"):
         record = pd.read_csv(bench, sep="\t").iloc[0]
         trial = bench.relative_to(workdir / "results" / "benchmarks" / "train").with_suffix("")
-        log = (workdir / "results" / "logs" / "train" / trial).with_suffix(".log").read_text()
-        compute = float(re.search(r"compute_seconds=([\d.]+)", log).group(1))
-        peak = float(re.search(r"peak_rss_mb=([\d.]+)", log).group(1))
         dim = int(re.search(r"/d(\d+)/", f"/{trial}/").group(1))
-        rows.append({"dim": dim, "wall": record["s"], "compute": compute, "peak_rss_mb": peak})
+        rows.append(
+            {
+                "dim": dim,
+                "wall": record["s"],
+                "compute": record["compute_s"],
+                "peak_rss_mb": record["max_rss"],
+            }
+        )
     return pd.DataFrame(rows)
+
+
+def rule_seconds(workdir: Path) -> pd.DataFrame:
+    """Jobs and job-seconds per rule (the first folder under results/benchmarks)."""
+    rows = [
+        {
+            "rule": bench.relative_to(workdir / "results" / "benchmarks")
+            .parts[0]
+            .removesuffix(".tsv"),
+            "seconds": float(pd.read_csv(bench, sep="\t").iloc[0]["s"]),
+        }
+        for bench in (workdir / "results" / "benchmarks").rglob("*.tsv")
+    ]
+    table = pd.DataFrame(rows).groupby("rule")["seconds"].agg(jobs="size", seconds="sum")
+    return table.sort_values("seconds", ascending=False)
 
 
 def report(mode: str, wall: float, jobs: pd.DataFrame, cores: int) -> None:
@@ -112,6 +132,8 @@ def main() -> None:
         jobs = training_jobs(workdir)
         jobs["overhead"] = jobs["wall"] - jobs["compute"]
         report(mode, wall, jobs, args.cores)
+        print("job-seconds per rule (results/benchmarks):")
+        print(rule_seconds(workdir).round(1).to_string())
         results[mode] = (wall, jobs)
     if len(results) == 2:
         (wall_a, jobs_a), (wall_b, jobs_b) = results["process"], results["server"]

@@ -5,7 +5,7 @@ import sys
 import pandas as pd
 
 from matcond.execution.joblog import logging_to
-from matcond.gauss_newton.experiments import exp7_table
+from matcond.gn_experiments.exp7 import exp7_table
 
 with logging_to(snakemake.log[0]):
     rows = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)

@@ -8,7 +8,7 @@ import torch
 from safetensors.numpy import load_file
 
 from matcond.execution.joblog import logging_to
-from matcond.gauss_newton.experiments import exp7_rows
+from matcond.gn_experiments.exp7 import exp7_rows
 
 with logging_to(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)

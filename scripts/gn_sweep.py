@@ -7,7 +7,7 @@ import time
 import torch
 
 from matcond.execution.joblog import logging_to
-from matcond.gauss_newton.experiments import run_sweep
+from matcond.gn_experiments.sweeps import run_sweep
 
 with logging_to(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)  # fixed thread count: identical bits on any --cores

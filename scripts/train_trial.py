@@ -1,7 +1,8 @@
 """Snakemake entry point of rule `train`: one trial -> its tidy parquet table and weights.
 
-On a local run the trial server (matcond.execution.trialserver) trains it in a forked child, so this
-script imports neither torch nor pandas; without a server it trains the trial itself.
+On a local run the trial server (matcond.execution.trialserver) trains it in a forked child, so
+this script imports neither torch nor pandas; without a server it trains the trial itself.
+Either way the process that trains writes the job's benchmark (matcond.run.write_benchmark).
 """
 
 import os
@@ -14,6 +15,7 @@ job = {
     "table": os.path.abspath(snakemake.output.table),
     "weights": os.path.abspath(snakemake.output.weights),
     "log": os.path.abspath(snakemake.log[0]),
+    "benchmark": os.path.abspath(snakemake.output.benchmark),
     "threads": snakemake.threads,
     "device": snakemake.config["device"],
 }

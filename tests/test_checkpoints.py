@@ -1,6 +1,6 @@
 """Analysis of user checkpoints (matcond.checkpoints): every column against an independent numpy
 float64 computation, the formats, the refusal of code-running pickles, config path errors, and
-the `analyse_checkpoint` rule end to end."""
+the `analyse_weights` rule end to end."""
 
 import os
 import pickle
@@ -22,10 +22,10 @@ from matcond.checkpoints import (
     analyse_tensors,
     check_checkpoint_paths,
     load_checkpoint,
-    plot_spectra,
     result_columns,
 )
 from matcond.config import ConfigError
+from matcond.figures.own_weights import plot_spectra
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 
@@ -30,6 +31,7 @@ def job(spec: dict, directory: Path, name: str) -> dict:
         "table": str(directory / f"{name}.parquet"),
         "weights": str(directory / f"{name}.safetensors"),
         "log": str(directory / f"{name}.log"),
+        "benchmark": str(directory / f"{name}.tsv"),
         "threads": 1,
         "device": "cpu",
     }
@@ -55,6 +57,10 @@ def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
     for key in ("table", "weights"):
         assert Path(served[key]).read_bytes() == Path(local[key]).read_bytes()
     assert "compute_seconds=" in Path(served["log"]).read_text()
+    # the benchmark is the training process's own: torch's memory, not the waiting client's
+    bench = pd.read_csv(served["benchmark"], sep="\t").iloc[0]
+    assert bench["max_rss"] > 100 and 0 < bench["compute_s"] <= bench["s"]
+    assert bench["cpu_time"] > 0
 
 
 def test_without_a_server_the_caller_runs_the_trial(spec, tmp_path, monkeypatch):

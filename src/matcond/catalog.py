@@ -1,7 +1,8 @@
-"""The figures: the experiment tables each one draws, its report group and its caption.
+"""Every figure of both papers: what it needs, its report category and its caption (reST).
 
-Light on purpose (no plotting imports): the Snakefile reads it at parse time. The drawing code
-is in matcond.plotting, one function per figure under the same name.
+One catalog for the rules (which figures to draw, from which tables), the drawing code
+(matcond.figures: the function of the same name in the figure's ``module``) and the report.
+Light on purpose (no plotting imports): the Snakefile reads it at parse time.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from dataclasses import dataclass
 class Figure:
     """A figure: the experiments it needs, its report category and caption.
 
-    It is drawn when every experiment of ``experiments`` is configured, and reads their
-    tables (``results/tables/{name}.parquet``), those of the ``optional`` experiments that
-    are configured, the derived tables ``tables`` (e.g. ``theory``) and the per-trial tables
-    of the experiments in ``per_trial`` (``results/per_trial/{name}.parquet``).
+    It is drawn when every experiment of ``experiments`` and every Gauss-Newton part of
+    ``gauss_newton`` (a sweep of the config's ``gauss_newton.sweeps``, or ``exp7``) is
+    configured, and reads their tables (``results/tables/{name}.parquet``; a GN part's is
+    ``gn_{part}``), those of the ``optional`` experiments that are configured, the derived
+    tables ``tables`` (e.g. ``theory``) and the per-trial tables of the experiments in
+    ``per_trial`` (``results/per_trial/{name}.parquet``). ``module`` is the module of
+    matcond.figures that draws it.
     """
 
     experiments: tuple[str, ...]
@@ -25,6 +29,8 @@ class Figure:
     optional: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
     per_trial: tuple[str, ...] = ()
+    gauss_newton: tuple[str, ...] = ()
+    module: str = "paper"
 
 
 STATISTICS = (
@@ -122,12 +128,14 @@ FIGURES = {
         "Review controls",
         "Condition-number and row-norm errors vs batch size at two dimensions (review W8). "
         + STATISTICS,
+        module="controls",
     ),
     "ctrl_structured_wd": Figure(
         ("ctrl_structured_wd",),
         "Review controls",
         "Structured weight decay (a penalty lambda (log kappa)^2, which pulls kappa toward 1) "
         "against plain L2 weight decay, paired by seed (review W4d). " + STATISTICS,
+        module="controls",
     ),
     "exp_attention": Figure(
         ("exp_attention",),
@@ -137,6 +145,7 @@ FIGURES = {
         "(qk = W_Q^T W_K, ov = W_O W_V) and of the MLP matrices (determined only up to a "
         "permutation and scaling of hidden units), against one matrix learning a target with "
         "the same optimizer. " + STATISTICS,
+        module="controls",
     ),
     "ctrl_init": Figure(
         ("ctrl_init",),
@@ -144,12 +153,14 @@ FIGURES = {
         "The paper does not give its init: condition-number and row-norm errors vs d under "
         "five readings (near-zero N(0, 1e-3^2), small Gaussian N(0, 0.02^2), N(0, 1/d), "
         "PyTorch's nn.Linear default, orthogonal), SGD and Adam. " + STATISTICS,
+        module="controls",
     ),
     "ctrl_target_scale": Figure(
         ("ctrl_target_scale",),
         "Readings of the paper's settings",
         "The paper's target rows are scaled by exp(N(0, 0.25)): 0.25 read as a standard "
         "deviation (row_log_std 0.25, the default) or as a variance (0.5). " + STATISTICS,
+        module="controls",
     ),
     "readings": Figure(
         ("ctrl_init",),
@@ -158,6 +169,7 @@ FIGURES = {
         "ambiguous settings (columns): the colour is the verdict, the number the measured "
         "value; results/tables/readings.csv has the intervals.",
         tables=("readings",),
+        module="controls",
     ),
     "ctrl_spectral_reg": Figure(
         ("ctrl_spectral_reg",),
@@ -169,6 +181,7 @@ FIGURES = {
         "among settings without oscillation (autocorrelation >= 0), is the default. Right: the "
         "last 50 epochs of one trial at three settings.",
         per_trial=("ctrl_spectral_reg",),
+        module="controls",
     ),
     "theory": Figure(
         ("exp1_dimension",),
@@ -180,5 +193,81 @@ FIGURES = {
         "smallest singular value (about 0.5/d); it plateaus with label noise and keeps "
         "falling without it.",
         tables=("theory",),
+        module="controls",
+    ),
+}
+
+GN_TABLES = (
+    "Tables ``results/tables/gn_*.csv``, one row per network and seed; their columns are "
+    "documented in ``src/matcond/gn_experiments``."
+)
+GN_CATEGORY = "Gauss-Newton conditioning"
+
+
+def _gn(part: str, caption: str) -> Figure:
+    return Figure(
+        (),
+        GN_CATEGORY,
+        caption + " " + GN_TABLES,
+        tables=(f"gn_{part}",),
+        gauss_newton=(part,),
+        module="gauss_newton",
+    )
+
+
+FIGURES |= {
+    "gn_exp7": _gn(
+        "exp7",
+        "Exact pseudo-condition number of the GN matrix of exp7's deep linear nets (depth 2, 3) "
+        "and ReLU MLP, at init and after training, on n samples of N(0, I) (the training "
+        "distribution) and on the same samples whitened, with every applicable bound (Lemma 1, "
+        "Lemma 2 convex / max, Lemma 4 with alpha = 0); bars are medians over trials, the "
+        "numbers over the bound bars the median tightness bound / exact.",
+    ),
+    "gn_fig1_pruning": _gn(
+        "fig1_pruning",
+        "GN paper Fig. 1 on digits: a bias-free ReLU MLP pruned layer by layer by magnitude at "
+        "Kaiming init. Left: training loss (MSE to one-hot, SGD) per prune rate; right: GN "
+        "pseudo-condition number at init over the remaining weights, and the GN rank.",
+    ),
+    "gn_fig2_depth": _gn(
+        "fig2_depth",
+        "GN paper Fig. 2: GN condition number of deep linear nets at Kaiming init vs depth, per "
+        "fixed hidden width (left column) and for width proportional to depth (right column), "
+        "one row per data set, with the convex form of Lemma 2 (dashed).",
+    ),
+    "gn_fig3_bounds": _gn(
+        "fig3_bounds",
+        "GN paper Fig. 3 and appendix E: the convex-combination and max forms of Lemma 2 "
+        "against the exact value vs depth (left), and at the largest depth the per-layer terms "
+        "kappa^2(W^{L:l+1}) kappa^2(W^{l-1:1}) with and without their weights gamma_l (right).",
+    ),
+    "gn_fig5_residual": _gn(
+        "fig5_residual",
+        "GN paper Figs. 5 and 20: linear residual nets (W_l + beta I) vs the plain linear net "
+        "at Kaiming init, with Eq. 7 (dashed); left column beta = 1, right column every beta rule.",
+    ),
+    "gn_fig6_leaky_width": _gn(
+        "fig6_leaky_width",
+        "GN paper Fig. 6: one-hidden-layer leaky-ReLU net at Kaiming init, GN condition number "
+        "vs hidden width with Lemma 4 (dashed); the dotted line marks m = n.",
+    ),
+    "gn_fig7_batchnorm": _gn(
+        "fig7_batchnorm",
+        "GN paper Fig. 7: one-hidden-layer linear net with and without BatchNorm1d after the "
+        "hidden layer, at Kaiming init, from the autodiff reference. BN is in eval mode with "
+        "its running statistics set to the full-batch mean and variance (per-sample GN; see "
+        "src/matcond/gn_experiments).",
+    ),
+    "gn_fig19_whitening": _gn(
+        "fig19_whitening",
+        "GN paper Fig. 19: GN condition number of deep linear nets vs depth with raw and "
+        "whitened inputs (X -> U V^T); the legend gives kappa(Sigma).",
+    ),
+    "gn_fig23_leaky_alpha": _gn(
+        "fig23_leaky_alpha",
+        "GN paper Fig. 23: one-hidden-layer leaky-ReLU net at Kaiming init, GN condition "
+        "number vs the negative slope alpha (0: ReLU, 1: linear) per width, with Lemma 4 "
+        "(dashed).",
     ),
 }

@@ -128,28 +128,44 @@ def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) 
     _replace_atomically(Path(path), lambda p: save_file(tensors, str(p), metadata=meta))
 
 
+BENCHMARK_COLUMNS = ["s", "h:m:s", "max_rss", "cpu_time", "compute_s"]
+
+
+def write_benchmark(path: str | Path, wall: float, compute: float) -> None:
+    """The job's own benchmark, in Snakemake's format (seconds, max RSS in MB, CPU seconds)
+    plus ``compute_s``, the seconds spent training: measured in the process that did the work,
+    which for a trial served by the trial server is not the job's process that Snakemake sees."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    hours, rest = divmod(int(wall), 3600)
+    values = [
+        f"{wall:.4f}",
+        f"{hours}:{rest // 60:02d}:{rest % 60:02d}",
+        f"{usage.ru_maxrss / 1024:.2f}",
+        f"{usage.ru_utime + usage.ru_stime:.2f}",
+        f"{compute:.4f}",
+    ]
+    Path(path).write_text("\t".join(BENCHMARK_COLUMNS) + "\n" + "\t".join(values) + "\n")
+
+
 def run_trial_job(
-    spec_json: str, table: str, weights: str, log: str, threads: int, device: str
+    spec_json: str, table: str, weights: str, log: str, threads: int, device: str, benchmark: str
 ) -> None:
     """What one training job does, in its own process or a trial server's child.
 
     Train the trial with ``threads`` torch threads on the config's ``device`` (a GPU is
-    claimed for the job's lifetime, :mod:`matcond.execution.devices`), write its table and
-    weights, and log the compute seconds and peak memory; errors end up in ``log`` with their
+    claimed for the job's lifetime, :mod:`matcond.execution.devices`), write its table, its
+    weights and its benchmark (:func:`write_benchmark`); errors end up in ``log`` with their
     traceback.
     """
+    start = time.perf_counter()
     with logging_to(log):
         spec = json.loads(spec_json)
         torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
         with claim_device(device) as torch_device:
-            start = time.perf_counter()
+            compute_start = time.perf_counter()
             result, final = run_trial(spec, torch_device)
-            compute_seconds = time.perf_counter() - start
+            compute = time.perf_counter() - compute_start
         write_table(result, spec, table)
         write_weights(final, spec, weights)
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(
-            f"device={torch_device} compute_seconds={compute_seconds:.3f} "
-            f"peak_rss_mb={peak_mb:.0f}",
-            file=sys.stderr,
-        )
+        print(f"device={torch_device} compute_seconds={compute:.3f}", file=sys.stderr)
+        write_benchmark(benchmark, time.perf_counter() - start, compute)

@@ -19,6 +19,7 @@ class MissingRows(LookupError):
 
 
 def matches(column: pd.Series, value: Any) -> pd.Series:
+    """Rows whose ``column`` equals ``value`` (floats compared with np.isclose)."""
     if isinstance(value, float) and not isinstance(value, bool):
         return pd.Series(np.isclose(column.astype(float), value), index=column.index)
     return column == value

@@ -45,6 +45,7 @@ class TrainingOutcome:
 
     @property
     def diverged(self) -> bool:
+        """Whether training stopped on a non-finite loss or weight."""
         return self.diverged_epoch is not None
 
 

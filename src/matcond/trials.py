@@ -62,6 +62,7 @@ class Trial:
 
     @property
     def spec(self) -> dict[str, Any]:
+        """The settings as a dict."""
         return json.loads(self.spec_json)
 
     @property
@@ -89,6 +90,7 @@ class Trial:
 
     @property
     def seed(self) -> int:
+        """The trial's seed."""
         return self.spec["seed"]
 
     @property

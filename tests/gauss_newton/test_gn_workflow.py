@@ -19,32 +19,28 @@ import yaml
 from gn_cases import assert_bound_holds, rel
 
 from matcond.config import validate_config
+from matcond.figures import FIGURES
 from matcond.gauss_newton import (
     LeakyReLUNet,
     input_covariance,
     linear_gn_spectrum,
     reference_gn_spectrum,
 )
-from matcond.gauss_newton.experiments import (
-    EXP7_MODELS,
-    EXP7_ROW_COLUMNS,
+from matcond.gn_experiments.data import digits_data, make_inputs, whiten
+from matcond.gn_experiments.exp7 import EXP7_MODELS, EXP7_ROW_COLUMNS, exp7_rows, exp7_table
+from matcond.gn_experiments.networks import kaiming_normal, one_hidden_linear
+from matcond.gn_experiments.pruning import (
+    MaskedMLP,
+    magnitude_mask,
+    masked_gn_spectrum,
+    train_losses,
+)
+from matcond.gn_experiments.records import leaky_record
+from matcond.gn_experiments.sweeps import (
     SWEEP_COLUMNS,
     SWEEPS,
-    MaskedMLP,
-    digits_data,
-    exp7_rows,
-    exp7_table,
-    kaiming_normal,
-    leaky_record,
-    magnitude_mask,
-    make_inputs,
-    masked_gn_spectrum,
-    one_hidden_linear,
     run_sweep,
-    train_losses,
-    whiten,
 )
-from matcond.gauss_newton.plots import FIGURES
 
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -300,10 +296,9 @@ def test_exp7_rejects_the_single_matrix():
         exp7_rows({}, {"model": "linear", "dim": 4, "seed": 0}, EXP7_SETTINGS)
 
 
-def test_the_rules_list_the_same_exp7_models():
-    text = (REPO / "workflow" / "rules" / "gauss_newton.smk").read_text()
-    models = re.search(r"GN_EXP7_MODELS = \(([^)]*)\)", text).group(1)
-    assert tuple(m.strip().strip('"') for m in models.split(",") if m.strip()) == EXP7_MODELS
+def test_the_schema_offers_the_exp7_models():
+    config = validate_config({"experiments": {"x": {"seeds": 1}}})
+    assert tuple(config["gauss_newton"]["exp7"]["models"]) == EXP7_MODELS
 
 
 # ---------------------------------------------------------------------------- end to end
@@ -362,6 +357,6 @@ def test_end_to_end_on_the_test_config(tmp_path, gn_config):
     out = snakemake(tmp_path, "-n", *targets, config=tmp_path / "edited.yaml")
     jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?    output: ([^,\n]+)", out, re.M)
     assert sorted(jobs) == [
-        ("gn_plot", "results/figures/gn_fig6_leaky_width.png"),
         ("gn_sweep", "results/tables/gn_fig6_leaky_width.parquet"),
+        ("plot", "results/figures/gn_fig6_leaky_width.png"),
     ]

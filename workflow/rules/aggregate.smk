@@ -10,6 +10,8 @@ rule aggregate:
         per_trial="results/per_trial/{experiment}.parquet",
     log:
         "results/logs/aggregate/{experiment}.log",
+    benchmark:
+        "results/benchmarks/aggregate/{experiment}.tsv"
     conda:
         "../../envs/matcond.yaml"
     resources:
@@ -18,6 +20,6 @@ rule aggregate:
         runtime=10,
     params:
         swept=swept_json,
-        code=code_fingerprint("stats"),
+        code=code_fingerprint("aggregate.py"),
     script:
         "../../scripts/aggregate.py"

@@ -15,6 +15,8 @@ rule claims:
         readings_md="results/readings.md",
     log:
         "results/logs/claims.log",
+    benchmark:
+        "results/benchmarks/claims.tsv"
     conda:
         "../../envs/matcond.yaml"
     resources:
@@ -22,6 +24,6 @@ rule claims:
         mem_mb=4000,
         runtime=20,
     params:
-        code=code_fingerprint("claims", "selection", "stats", "theory"),
+        code=code_fingerprint("claims.py"),
     script:
         "../../scripts/claims.py"

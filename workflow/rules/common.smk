@@ -1,5 +1,5 @@
-# Config validation, trial enumeration and the helpers every rule uses.
-import hashlib
+# Config validation, trial enumeration, the targets and the helpers every rule uses.
+import functools
 import json
 import os
 import sys
@@ -8,6 +8,7 @@ from matcond.catalog import FIGURES
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.config import ConfigError, check_results_dir, validate_config
 from matcond.execution.trialserver import ADDRESS_ENV, TrialServer
+from matcond.fingerprints import code_fingerprint as _fingerprint
 from matcond.trials import all_trials, swept_settings
 
 try:
@@ -48,18 +49,27 @@ onerror:
 
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
-PACKAGE = Path(workflow.basedir) / "src" / "matcond"
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # The experiments the theory table covers (config key theory.experiments) that are configured.
 THEORY_EXPERIMENTS = [e for e in config["theory"]["experiments"] if e in TRIALS]
-# The figures whose experiments are all in the config (and whose theory table is made).
+# The Gauss-Newton parts that run: the listed sweeps, and exp7 if its trials are configured.
+GN = config["gauss_newton"]
+GN_EXP7_TRIALS = [
+    t
+    for t in TRIALS.get(GN["exp7"]["experiment"], [])
+    if t.spec["model"] in GN["exp7"]["models"]
+]
+GN_PARTS = [*GN["sweeps"], *(["exp7"] if GN_EXP7_TRIALS else [])]
+# The figures whose experiments and GN parts are all configured (and whose theory table is made).
 DRAWN = [
     name
     for name, f in FIGURES.items()
     if set(f.experiments) <= set(TRIALS)
+    and set(f.gauss_newton) <= set(GN_PARTS)
     and ("theory" not in f.tables or THEORY_EXPERIMENTS)
 ]
-CLAIMS_FILE = Path(workflow.basedir) / "config" / "claims.yaml"
+# Relative to the working directory, so that a copied or moved project reruns nothing.
+CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
 
 
 wildcard_constraints:
@@ -68,12 +78,11 @@ wildcard_constraints:
     figure="|".join(DRAWN),
 
 
-def code_fingerprint(*modules):
-    """Hash of the package modules a rule's script uses: editing them reruns the rule."""
-    digest = hashlib.sha256()
-    for module in modules:
-        digest.update((PACKAGE / f"{module}.py").read_bytes())
-    return digest.hexdigest()[:16]
+@functools.cache
+def code_fingerprint(script):
+    """Hash of the package modules the rule's script imports (matcond.fingerprints): editing
+    them reruns the rule."""
+    return _fingerprint(Path(workflow.basedir) / "scripts" / script)
 
 
 def trial_spec(wildcards):
@@ -117,18 +126,29 @@ def figure_tables(wildcards):
 
 
 def figure_category(wildcards):
+    """The figure's report category."""
     return FIGURES[wildcards.figure].category
 
 
 def figure_caption(wildcards):
-    """The figure's caption with the settings of its experiments, for the report."""
+    """The figure's caption with the settings of its experiments or GN parts, for the report."""
     figure = FIGURES[wildcards.figure]
     lines = [figure.caption, ""]
     for name in [*figure.experiments, *(e for e in figure.optional if e in TRIALS)]:
         experiment = {
             k: v for k, v in config["experiments"][name].items() if k != "description"
         }
-        lines += [f"``{name}``: {json.dumps(experiment, sort_keys=True)}", ""]
+        lines += [
+            f"``{name}`` (table ``results/tables/{name}.csv``; n per point in the title): "
+            f"``{json.dumps(experiment, sort_keys=True)}``",
+            "",
+        ]
+    for part in figure.gauss_newton:
+        settings = GN["exp7"] if part == "exp7" else GN["sweeps"][part]
+        lines += [
+            f"``gauss_newton.{part}``: ``{json.dumps(settings, sort_keys=True)}``",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -137,23 +157,21 @@ def all_per_trial_tables():
 
 
 def all_targets():
-    """Every table, every figure whose experiments are configured, and the claims table."""
+    """Every table, every figure whose experiments are configured, the claims, the analyses of
+    the configured weight files."""
     tables = expand(
         "results/tables/{experiment}.{ext}", experiment=TRIALS, ext=["parquet", "csv"]
     )
     if THEORY_EXPERIMENTS:
         tables += ["results/tables/theory.parquet", "results/tables/theory.csv"]
+    tables += expand(
+        "results/tables/gn_{part}.{ext}", part=GN_PARTS, ext=["parquet", "csv"]
+    )
     figures = expand("results/figures/{figure}.{ext}", figure=DRAWN, ext=["png", "pdf"])
-    checkpoints = expand(
+    analyses = expand(
         "results/checkpoints/{name}{suffix}",
         name=config["checkpoints"],
         suffix=[".parquet", "_spectra.png", "_spectra.pdf"],
     )
-    # GN_TARGETS: the Gauss-Newton tables and figures (workflow/rules/gauss_newton.smk)
-    return (
-        tables
-        + figures
-        + checkpoints
-        + ["results/claims.csv", "results/claims.md", "results/readings.md"]
-        + GN_TARGETS
-    )
+    claims = ["results/claims.csv", "results/claims.md", "results/readings.md"]
+    return tables + figures + analyses + claims

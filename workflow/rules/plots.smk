@@ -1,5 +1,5 @@
 rule plot:
-    """Draw one figure (PNG for the report, PDF for papers) from its experiments' tables."""
+    """Draw one figure of either paper (PNG for the report, PDF for papers) from its tables."""
     input:
         unpack(figure_tables),
     output:
@@ -11,6 +11,8 @@ rule plot:
         pdf="results/figures/{figure}.pdf",
     log:
         "results/logs/plots/{figure}.log",
+    benchmark:
+        "results/benchmarks/plots/{figure}.tsv"
     conda:
         "../../envs/matcond.yaml"
     resources:
@@ -19,12 +21,6 @@ rule plot:
         runtime=10,
     params:
         caption=figure_caption,
-        code=code_fingerprint(
-            "figures/__init__",
-            "figures/style",
-            "figures/paper",
-            "figures/controls",
-            "selection",
-        ),
+        code=code_fingerprint("plot.py"),
     script:
         "../../scripts/plot.py"

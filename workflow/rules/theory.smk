@@ -11,6 +11,8 @@ rule theory:
         csv="results/tables/theory.csv",
     log:
         "results/logs/theory.log",
+    benchmark:
+        "results/benchmarks/theory.tsv"
     conda:
         "../../envs/matcond.yaml"
     resources:
@@ -18,6 +20,6 @@ rule theory:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_fingerprint("theory", "selection", "stats"),
+        code=code_fingerprint("theory.py"),
     script:
         "../../scripts/theory.py"

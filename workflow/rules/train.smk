@@ -1,12 +1,15 @@
 rule train:
-    """Train one trial; write its tidy table and its weights (target, initial, final)."""
+    """Train one trial; write its tidy table and its weights (target, initial, final).
+
+    Its benchmark is an output that the training process writes itself: a trial served by the
+    trial server runs in the server's child, which Snakemake's `benchmark:` cannot see.
+    """
     output:
         table="results/trials/{trial}.parquet",
         weights="results/trials/{trial}.safetensors",
+        benchmark="results/benchmarks/train/{trial}.tsv",
     log:
         "results/logs/train/{trial}.log",
-    benchmark:
-        "results/benchmarks/train/{trial}.tsv"
     conda:
         "../../envs/matcond.yaml"
     threads: 1
@@ -16,9 +19,6 @@ rule train:
         runtime=train_runtime,
     params:
         spec=trial_spec,
-        # not matcond.execution.devices: it picks where a trial runs, not what it computes
-        code=code_fingerprint(
-            "components", "targets", "models", "training", "optim", "run"
-        ),
+        code=code_fingerprint("train_trial.py"),
     script:
         "../../scripts/train_trial.py"

@@ -1,13 +1,13 @@
-"""The condition-number paper's figures and our controls, drawn from the tables.
+"""The figures of both papers, drawn from the tables (one function per figure).
 
-:data:`FIGURES` maps a figure's name (matcond.catalog) to the function that draws it.
+:data:`FIGURES` maps every figure of the catalog (matcond.catalog) to the function of the same
+name in its module: ``paper`` (the condition-number paper), ``controls`` (our controls and
+analyses), ``gauss_newton`` (the GN paper). Each takes {table name: table}, a PNG path and a PDF
+path.
 """
 
-from matcond.figures import controls, paper
+from matcond.catalog import FIGURES as CATALOG
+from matcond.figures import controls, gauss_newton, paper
 
-FIGURES = {
-    name: getattr(module, name)
-    for module in (paper, controls)
-    for name in dir(module)
-    if name.startswith(("fig", "ctrl_", "exp_")) or name in ("theory", "readings")
-}
+MODULES = {"paper": paper, "controls": controls, "gauss_newton": gauss_newton}
+FIGURES = {name: getattr(MODULES[figure.module], name) for name, figure in CATALOG.items()}

@@ -19,6 +19,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from matcond.stats import bootstrap_ci  # noqa: E402
+
 # The paper's eight components (effective rank at threshold 0.01) with their plot labels.
 PAPER_COMPONENTS = {
     "row_norms": "row norms",
@@ -90,6 +92,7 @@ def figure(ncols: int = 1, width: float = 7.0, nrows: int = 1, height: float = 4
 
 
 def palette(n: int) -> list:
+    """``n`` distinct colours (at least one)."""
     return sns.color_palette("tab10", max(n, 1))
 
 
@@ -97,6 +100,21 @@ def interval_line(ax, x, estimate, low, high, color, label: str | None = None, *
     """A line of estimates with its interval as a band."""
     ax.plot(x, estimate, color=color, label=label, **style)
     ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0)
+
+
+def median_line(
+    ax, rows: pd.DataFrame, x: str, column: str, color, label: str, band: bool = True, **style
+) -> None:
+    """The median of ``column`` over the rows (seeds) at each value of ``x``, with its 95 %
+    bootstrap interval as a band (for tables with one row per trial, e.g. the GN sweeps)."""
+    groups = [(value, part[column].to_numpy(float)) for value, part in rows.groupby(x)]
+    xs = [value for value, _ in groups]
+    estimate = [np.median(values) for _, values in groups]
+    ax.plot(xs, estimate, color=color, label=label or None, **style)
+    if band:
+        intervals = [bootstrap_ci([values], np.median) for _, values in groups]
+        low, high = (np.array([ci[k] for ci in intervals], dtype=float) for k in (0, 1))
+        ax.fill_between(xs, low, high, color=color, alpha=0.15, linewidth=0)
 
 
 def lines(ax, rows: pd.DataFrame, x: str, components: dict[str, str], **style) -> None:

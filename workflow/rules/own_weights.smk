@@ -13,7 +13,7 @@ CHECKPOINT_SETTINGS = json.dumps(
 )
 
 
-rule analyse_checkpoint:
+rule analyse_weights:
     """Per-layer spectral table and singular-value figure of one configured weight file."""
     input:
         lambda wildcards: config["checkpoints"][wildcards.name],
@@ -23,6 +23,8 @@ rule analyse_checkpoint:
         pdf="results/checkpoints/{name}_spectra.pdf",
     log:
         "results/logs/checkpoints/{name}.log",
+    benchmark:
+        "results/benchmarks/checkpoints/{name}.tsv"
     wildcard_constraints:
         name="|".join(map(re.escape, config["checkpoints"])) or "(?!)",
     conda:
@@ -33,6 +35,6 @@ rule analyse_checkpoint:
         runtime=lambda wildcards, input: 10 + int(input.size_mb) // 100,
     params:
         settings=CHECKPOINT_SETTINGS,
-        code=code_fingerprint("components", "checkpoints"),
+        code=code_fingerprint("analyse_weights.py"),
     script:
-        "../../scripts/analyse_checkpoint.py"
+        "../../scripts/analyse_weights.py"

@@ -1,23 +1,21 @@
-"""The Gauss-Newton figures, drawn from the tables of :mod:`matcond.gauss_newton.experiments`.
+"""The Gauss-Newton paper's figures, drawn from the tables of :mod:`matcond.gn_experiments`.
 
 One function per figure, named like its table (``gn_exp7``, ``gn_fig2_depth``, ...); each takes
-the table and writes a PNG and a PDF. Sweep tables hold one row per network (seed); lines are
-the mean over seeds with a ±1 std band (clipped above 0 on log axes), dashed lines the mean
-bound. Every panel names its data (n, d, k) and every title the number of seeds per point.
+{table name: table} and writes a PNG and a PDF. Sweep tables hold one row per network (seed);
+lines are the median over seeds with a 95 % bootstrap band (matcond.figures.style), dashed
+lines the median bound. Every panel names its data (n, d, k) and every title the number of
+seeds per point.
 """
 
 from __future__ import annotations
 
 import json
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from matcond.figures.style import Tables, figure, median_line, save
 
 INPUT_KEYS = ["dataset", "whitened"]
 BOUND_LABELS = {
@@ -26,34 +24,7 @@ BOUND_LABELS = {
     "lemma2_max": "Lemma 2 (max)",
     "lemma4": "Lemma 4",
 }
-
-
-def _figure(nrows: int, ncols: int, width: float = 5.5, height: float = 4.2):
-    sns.set_theme(style="whitegrid")
-    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
-
-
-def _save(fig: plt.Figure, png: str, pdf: str) -> None:
-    fig.tight_layout()
-    fig.savefig(png, dpi=130, bbox_inches="tight")
-    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None})
-    plt.close(fig)
-
-
-def _stats(rows: pd.DataFrame, x: str, column: str) -> pd.DataFrame:
-    """Mean, std (ddof 1; 0 for one seed) and count of ``column`` per value of ``x``."""
-    out = rows.groupby(x)[column].agg(["mean", "std", "count"]).reset_index()
-    out["std"] = out["std"].fillna(0.0)
-    return out.sort_values(x)
-
-
-def _line(ax, rows: pd.DataFrame, x: str, column: str, color, label: str, band=True, **style):
-    """Mean of ``column`` against ``x`` with a ±1 std band."""
-    stats = _stats(rows, x, column)
-    ax.plot(stats[x], stats["mean"], color=color, label=label, **style)
-    if band:
-        low = np.maximum(stats["mean"] - stats["std"], stats["mean"] * 1e-3)
-        ax.fill_between(stats[x], low, stats["mean"] + stats["std"], color=color, alpha=0.15)
+SEEDS = "median, 95% CI"
 
 
 def _data_label(rows: pd.DataFrame) -> str:
@@ -71,10 +42,11 @@ def _inputs(table: pd.DataFrame, keys: list[str] | None = None):
     return list(table.groupby(keys or ["dataset", "whitened"], sort=True))
 
 
-def gn_exp7(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_exp7(tables: Tables, png: str, pdf: str) -> None:
     """exp7: exact κ and every bound (medians over trials) per model and stage, per inputs."""
+    table = tables["gn_exp7"]
     inputs = sorted(table["inputs"].unique())
-    fig, axes = _figure(1, len(inputs), width=7.5)
+    fig, axes = figure(len(inputs), width=7.5, height=4.2)
     for ax, name in zip(axes[0], inputs, strict=True):
         rows = table[table["inputs"] == name]
         cells = list(dict.fromkeys(zip(rows["model"], rows["depth"], rows["stage"], strict=True)))
@@ -113,13 +85,14 @@ def gn_exp7(table: pd.DataFrame, png: str, pdf: str) -> None:
         ax.set_title(f"inputs: {name} ({samples}); {n} trials per bar", fontsize=9)
         ax.legend(fontsize=7, loc="upper left", ncol=len(series))
     fig.suptitle("exp7 weights: exact GN κ and bounds (numbers: median bound / exact)")
-    _save(fig, png, pdf)
+    save(fig, png, pdf)
 
 
-def gn_fig2_depth(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig2_depth(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 2: κ and Lemma 2 vs depth, per fixed width (a) and for width ∝ depth (b)."""
+    table = tables["gn_fig2_depth"]
     groups = _inputs(table)
-    fig, axes = _figure(len(groups), 2)
+    fig, axes = figure(2, width=5.5, nrows=len(groups), height=4.2)
     for row, (_, rows) in zip(axes, groups, strict=True):
         for ax, rule in zip(row, ["fixed", "proportional"], strict=True):
             part = rows[rows["width_rule"] == rule]
@@ -128,8 +101,8 @@ def gn_fig2_depth(table: pd.DataFrame, png: str, pdf: str) -> None:
             for color, param in zip(palette, params, strict=False):
                 cell = part[part["width_param"] == param]
                 label = f"m = {param}" if rule == "fixed" else f"m = {param} L"
-                _line(ax, cell, "depth", "kappa", color, label, marker="o", ms=3)
-                _line(ax, cell, "depth", "bound_convex", color, "", band=False, ls="--")
+                median_line(ax, cell, "depth", "kappa", color, label, marker="o", ms=3)
+                median_line(ax, cell, "depth", "bound_convex", color, "", band=False, ls="--")
             ax.set_yscale("log")
             ax.set_xlabel("depth L")
             ax.set_ylabel("GN κ (solid), Lemma 2 convex (dashed)")
@@ -137,14 +110,15 @@ def gn_fig2_depth(table: pd.DataFrame, png: str, pdf: str) -> None:
             ax.set_title(f"{kind}: {_data_label(rows)}", fontsize=9)
             if params:
                 ax.legend(fontsize=7)
-    fig.suptitle(f"Linear nets at Kaiming init: κ vs depth ({_seeds(table)}, mean ± 1 std)")
-    _save(fig, png, pdf)
+    fig.suptitle(f"Linear nets at Kaiming init: κ vs depth ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
-def gn_fig3_bounds(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig3_bounds(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 3: convex vs max form of Lemma 2; right: per-layer terms at the largest depth."""
+    table = tables["gn_fig3_bounds"]
     groups = _inputs(table)
-    fig, axes = _figure(len(groups), 2)
+    fig, axes = figure(2, width=5.5, nrows=len(groups), height=4.2)
     palette = sns.color_palette("tab10", 3)
     for (left, right), (_, rows) in zip(axes, groups, strict=True):
         for color, (column, label) in zip(
@@ -152,7 +126,7 @@ def gn_fig3_bounds(table: pd.DataFrame, png: str, pdf: str) -> None:
             [("kappa", "exact κ"), ("bound_convex", "convex form"), ("bound_max", "max form")],
             strict=True,
         ):
-            _line(left, rows, "depth", column, color, label, marker="o", ms=3)
+            median_line(left, rows, "depth", column, color, label, marker="o", ms=3)
         left.set_yscale("log")
         left.set_xlabel("depth L")
         left.set_ylabel("GN κ and Lemma 2 bounds")
@@ -169,18 +143,19 @@ def gn_fig3_bounds(table: pd.DataFrame, png: str, pdf: str) -> None:
         right.set_xlabel("layer l")
         right.set_title(f"terms of Lemma 2 at L = {int(deepest['depth'].iloc[0])}", fontsize=9)
         right.legend(fontsize=8)
-    fig.suptitle(f"Convex combination vs maximum bound ({_seeds(table)}, mean ± 1 std)")
-    _save(fig, png, pdf)
+    fig.suptitle(f"Convex combination vs maximum bound ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
 def _json_list(value: str) -> list[float]:
     return [float(v) for v in json.loads(value)]
 
 
-def gn_fig5_residual(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig5_residual(tables: Tables, png: str, pdf: str) -> None:
     """Figs. 5 and 20: linear vs residual (β = 1), and every β rule, vs depth."""
+    table = tables["gn_fig5_residual"]
     groups = _inputs(table)
-    fig, axes = _figure(len(groups), 2)
+    fig, axes = figure(2, width=5.5, nrows=len(groups), height=4.2)
     labels = {"0": "linear (β = 0)", "1": "β = 1", "1/sqrt(L)": "β = 1/√L", "1/L": "β = 1/L"}
     for (left, right), (_, rows) in zip(axes, groups, strict=True):
         rules = [r for r in labels if r in set(rows["beta_rule"])]
@@ -188,15 +163,19 @@ def gn_fig5_residual(table: pd.DataFrame, png: str, pdf: str) -> None:
         for ax, shown in ((left, [r for r in ("0", "1") if r in rules]), (right, rules)):
             for rule in shown:
                 cell = rows[rows["beta_rule"] == rule]
-                _line(ax, cell, "depth", "kappa", palette[rule], labels[rule], marker="o", ms=3)
-                _line(ax, cell, "depth", "bound_convex", palette[rule], "", band=False, ls="--")
+                median_line(
+                    ax, cell, "depth", "kappa", palette[rule], labels[rule], marker="o", ms=3
+                )
+                median_line(
+                    ax, cell, "depth", "bound_convex", palette[rule], "", band=False, ls="--"
+                )
             ax.set_yscale("log")
             ax.set_xlabel("depth L")
             ax.set_ylabel("GN κ (solid), Eq. 7 bound (dashed)")
             ax.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
             ax.legend(fontsize=8)
-    fig.suptitle(f"Residual connections (W_l + β I) ({_seeds(table)}, mean ± 1 std)")
-    _save(fig, png, pdf)
+    fig.suptitle(f"Residual connections (W_l + β I) ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
 def _leaky_panels(table: pd.DataFrame, x: str, hue: str, palette: str, xlabel: str):
@@ -205,15 +184,15 @@ def _leaky_panels(table: pd.DataFrame, x: str, hue: str, palette: str, xlabel: s
     Returns the figure and (axis, rows drawn on it) per data set.
     """
     groups = _inputs(table)
-    fig, axes = _figure(1, len(groups))
+    fig, axes = figure(len(groups), width=5.5, height=4.2)
     for ax, (_, rows) in zip(axes[0], groups, strict=True):
         values = sorted(rows[hue].unique())
         colors = sns.color_palette(palette, len(values))
         for color, value in zip(colors, values, strict=True):
             cell = rows[rows[hue] == value]
             label = f"κ, {'α' if hue == 'alpha' else 'm'} = {value:g}"
-            _line(ax, cell, x, "kappa", color, label, marker="o", ms=3)
-            _line(ax, cell, x, "bound", color, "Lemma 4", band=False, ls="--")
+            median_line(ax, cell, x, "kappa", color, label, marker="o", ms=3)
+            median_line(ax, cell, x, "bound", color, "Lemma 4", band=False, ls="--")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("GN κ (solid), Lemma 4 (dashed)")
@@ -221,31 +200,34 @@ def _leaky_panels(table: pd.DataFrame, x: str, hue: str, palette: str, xlabel: s
     return fig, [(ax, rows) for ax, (_, rows) in zip(axes[0], groups, strict=True)]
 
 
-def gn_fig6_leaky_width(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig6_leaky_width(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 6: one-hidden-layer leaky ReLU, κ and Lemma 4 vs width."""
+    table = tables["gn_fig6_leaky_width"]
     fig, panels = _leaky_panels(table, "width", "alpha", "tab10", "hidden width m")
     for ax, rows in panels:
         ax.axvline(rows["n_samples"].iloc[0], color="grey", lw=0.8, ls=":", label="m = n")
         ax.set_xscale("log")
         ax.legend(fontsize=8)
-    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs width ({_seeds(table)}, mean ± 1 std)")
-    _save(fig, png, pdf)
+    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs width ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
-def gn_fig23_leaky_alpha(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig23_leaky_alpha(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 23: one-hidden-layer leaky ReLU, κ vs the slope α (0 = ReLU, 1 = linear)."""
+    table = tables["gn_fig23_leaky_alpha"]
     xlabel = "negative slope α (0: ReLU, 1: linear)"
     fig, panels = _leaky_panels(table, "alpha", "width", "viridis", xlabel)
     for ax, _ in panels:
         ax.legend(fontsize=8)
-    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs α ({_seeds(table)}, mean ± 1 std)")
-    _save(fig, png, pdf)
+    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs α ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
-def gn_fig19_whitening(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig19_whitening(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 19: κ vs depth with and without whitening the inputs."""
+    table = tables["gn_fig19_whitening"]
     groups = _inputs(table, ["dataset"])
-    fig, axes = _figure(1, len(groups))
+    fig, axes = figure(len(groups), width=5.5, height=4.2)
     for ax, (dataset, rows) in zip(axes[0], groups, strict=True):
         for whitened, style, color in ((False, "--", "C3"), (True, "-", "C0")):
             cell = rows[rows["whitened"] == whitened]
@@ -253,7 +235,7 @@ def gn_fig19_whitening(table: pd.DataFrame, png: str, pdf: str) -> None:
                 continue
             kappa_sigma = cell["kappa_sigma"].iloc[0]
             label = f"{'whitened' if whitened else 'raw'} (κ(Σ) = {kappa_sigma:.3g})"
-            _line(ax, cell, "depth", "kappa", color, label, marker="o", ms=3, ls=style)
+            median_line(ax, cell, "depth", "kappa", color, label, marker="o", ms=3, ls=style)
         ax.set_yscale("log")
         ax.set_xlabel("depth L")
         ax.set_ylabel("GN κ")
@@ -264,50 +246,50 @@ def gn_fig19_whitening(table: pd.DataFrame, png: str, pdf: str) -> None:
             fontsize=9,
         )
         ax.legend(fontsize=8)
-    fig.suptitle(f"Whitened vs raw inputs, linear nets ({_seeds(table)}, mean ± 1 std)")
-    _save(fig, png, pdf)
+    fig.suptitle(f"Whitened vs raw inputs, linear nets ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
-def gn_fig7_batchnorm(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig7_batchnorm(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 7: one-hidden-layer linear net with and without BatchNorm, κ vs width."""
+    table = tables["gn_fig7_batchnorm"]
     groups = _inputs(table)
-    fig, axes = _figure(1, len(groups))
+    fig, axes = figure(len(groups), width=5.5, height=4.2)
     for ax, (_, rows) in zip(axes[0], groups, strict=True):
         for batchnorm, color, label in ((False, "C3", "W V x"), (True, "C0", "W BN(V x)")):
             cell = rows[rows["batchnorm"] == batchnorm]
-            _line(ax, cell, "width", "kappa", color, label, marker="o", ms=3)
+            median_line(ax, cell, "width", "kappa", color, label, marker="o", ms=3)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("hidden width m")
         ax.set_ylabel("GN κ (autodiff reference)")
         ax.set_title(_data_label(rows), fontsize=9)
         ax.legend(fontsize=8)
-    fig.suptitle(
-        f"BatchNorm (eval mode, full-batch statistics) at init ({_seeds(table)}, mean ± 1 std)"
-    )
-    _save(fig, png, pdf)
+    fig.suptitle(f"BatchNorm (eval mode, full-batch statistics) at init ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
 
 
-def gn_fig1_pruning(table: pd.DataFrame, png: str, pdf: str) -> None:
+def gn_fig1_pruning(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 1: training loss (left) and GN κ at init (right) per magnitude-prune rate."""
-    fig, ((left, right),) = _figure(1, 2)
+    table = tables["gn_fig1_pruning"]
+    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
     rates = sorted(table["prune_rate"].unique())
     palette = sns.color_palette("viridis", len(rates))
     for color, rate in zip(palette, rates, strict=True):
         cell = table[table["prune_rate"] == rate]
-        _line(left, cell, "epoch", "train_loss", color, f"{rate:.0%} pruned")
+        median_line(left, cell, "epoch", "train_loss", color, f"{rate:.0%} pruned")
     left.set_yscale("log")
     left.set_xlabel("epoch")
     left.set_ylabel("training loss (MSE to one-hot)")
     left.legend(fontsize=7)
     init = table[table["epoch"] == 0]
-    _line(right, init, "prune_rate", "kappa", "C0", "GN κ at init", marker="o", ms=4)
+    median_line(right, init, "prune_rate", "kappa", "C0", "GN κ at init", marker="o", ms=4)
     right.set_yscale("log")
     right.set_xlabel("prune rate (per layer, by magnitude)")
     right.set_ylabel("GN κ at init")
     twin = right.twinx()
-    rank = _stats(init, "prune_rate", "rank")
-    twin.plot(rank["prune_rate"], rank["mean"], "s:", color="C1", label="GN rank")
+    rank = init.groupby("prune_rate")["rank"].median()
+    twin.plot(rank.index, rank.to_numpy(), "s:", color="C1", label="GN rank (median)")
     twin.set_ylabel("GN rank (dotted)")
     twin.grid(False)
     lines = right.get_legend_handles_labels()
@@ -316,20 +298,7 @@ def gn_fig1_pruning(table: pd.DataFrame, png: str, pdf: str) -> None:
     first = table.iloc[0]
     fig.suptitle(
         f"Magnitude pruning at init, ReLU MLP {first['hidden']} on {_data_label(table)}, "
-        f"κ on {first['gn_samples']} rows ({_seeds(table)}, mean ± 1 std)",
+        f"κ on {first['gn_samples']} rows ({_seeds(table)}, {SEEDS})",
         fontsize=10,
     )
-    _save(fig, png, pdf)
-
-
-FIGURES = {
-    "gn_exp7": gn_exp7,
-    "gn_fig1_pruning": gn_fig1_pruning,
-    "gn_fig2_depth": gn_fig2_depth,
-    "gn_fig3_bounds": gn_fig3_bounds,
-    "gn_fig5_residual": gn_fig5_residual,
-    "gn_fig6_leaky_width": gn_fig6_leaky_width,
-    "gn_fig7_batchnorm": gn_fig7_batchnorm,
-    "gn_fig19_whitening": gn_fig19_whitening,
-    "gn_fig23_leaky_alpha": gn_fig23_leaky_alpha,
-}
+    save(fig, png, pdf)

@@ -1,11 +1,12 @@
-"""Snakemake entry point of rule `analyse_checkpoint`: weight file -> per-layer table, spectra."""
+"""Snakemake entry point of rule `analyse_weights`: weight file -> per-layer table, spectra."""
 
 import hashlib
 import json
 import sys
 
-from matcond.checkpoints import analyse_checkpoint, plot_spectra, write_table
+from matcond.checkpoints import analyse_checkpoint, write_table
 from matcond.execution.joblog import logging_to
+from matcond.figures.own_weights import plot_spectra
 
 with logging_to(snakemake.log[0]):
     settings = json.loads(snakemake.params.settings)

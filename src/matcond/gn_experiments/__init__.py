@@ -1,0 +1,73 @@
+r"""The GN paper's experiments at initialisation, and its bounds on exp7's trained weights.
+
+Everything here turns settings (the ``gauss_newton`` block of the config) into tidy tables; the
+mathematics is the library's (:mod:`matcond.gauss_newton`), which imports nothing from here.
+Modules: ``data`` (digits, Gaussian samples, whitening), ``networks`` (inits, the BatchNorm
+net), ``records`` (table columns of one network), ``sweeps`` (one function per figure,
+``run_sweep``), ``pruning`` (the pruned MLP and its trainer), ``exp7`` (bounds on trained
+weights). Every κ is the pseudo-condition
+number of ``G_O = (1/n) sum_i J_i^T J_i`` (MSE loss) in float64; every bound is reported beside
+the exact value it bounds, with ``tightness = bound / exact`` (>= 1).
+
+Data (``make_inputs``)
+    ``digits``: scikit-learn's 8 x 8 digits (1797 x 64, 10 classes), pixels / 16 in [0, 1], not
+    centred, with the 3 pixels that are 0 in every image dropped (d = 61: ``Sigma`` is then full
+    rank and whitening gives orthonormal columns). A subsample of ``n`` rows is drawn without
+    replacement by the data seed, the same rows for every network seed (a subsample can have
+    more always-zero pixels: its ``Sigma`` is then rank deficient and ``kappa(Sigma)`` is, as
+    every κ here, the pseudo-condition number). ``gaussian``: ``n x d``
+    samples of ``N(0, I_d)`` (the data seed), ``k`` outputs. ``whitened``: the GN paper's
+    ``X -> U V^T`` from the thin SVD ``X = U S V^T`` (zero singular values dropped), so
+    ``Sigma = V V^T / n`` is isotropic: ``U V^T`` has orthonormal columns when ``n >= d`` (and
+    orthonormal rows when ``n < d``).
+
+Networks at initialisation
+    Kaiming normal as PyTorch's ``kaiming_normal_`` with its defaults (``std = sqrt(2 / fan_in)``,
+    no biases), float64, drawn from ``torch.Generator().manual_seed(seed)`` layer by layer, input
+    layer first. A network with one seed is the same in every arm it is compared across (linear vs
+    residual, whitened vs not, with vs without BatchNorm, every prune rate, every leaky slope).
+
+Sweeps (``run_sweep``; one table per figure, columns in ``SWEEP_COLUMNS``, one row per network
+unless said otherwise; every table has ``sweep, dataset, whitened, n_samples, d, k, seed`` and
+the exact ``kappa``, ``rank``, ``rank_source`` (``analytic`` for linear and residual nets,
+``tolerance`` where no formula is known: leaky ReLU, BatchNorm, pruned MLP), ``gap_at_cut``
+(smallest kept over largest dropped eigenvalue), ``solver``, ``seconds``)
+    ``fig2_depth`` (:func:`depth_sweep`): deep linear nets of depth ``L`` (``L - 1`` hidden layers)
+    with ``width_rule`` ``fixed`` (``width = width_param``) or ``proportional``
+    (``width = width_param * L``); ``bound_convex`` / ``bound_max`` (Lemma 2),
+    ``tightness_convex`` / ``tightness_max``, ``kappa_sigma``, ``bound_seconds``.
+    ``fig3_bounds``: the same at one width, plus (``per_layer``) the JSON lists ``term_per_layer``
+    (``kappa^2(W^{L:l+1}) kappa^2(W^{l-1:1})``) and ``gamma_per_layer`` (appendix E).
+    ``fig19_whitening``: the same at one width, whitened and not.
+    ``fig5_residual`` (:func:`residual_sweep`): the linear net (``beta_rule = "0"``) and the
+    residual nets ``(W_L + beta I) ... (W_1 + beta I)`` for each ``beta_rule`` in ``1``,
+    ``1/sqrt(L)``, ``1/L`` on the same weights; bounds are Eq. (7) (Lemma 2 for ``beta = 0``).
+    ``fig6_leaky_width`` / ``fig23_leaky_alpha`` (:func:`leaky_relu_sweep`): ``W LeakyReLU(V x)``
+    per ``width`` and slope ``alpha``; ``bound`` (Lemma 4), ``tightness`` and the bound's terms.
+    ``fig7_batchnorm`` (:func:`batchnorm_sweep`): ``W V x`` vs ``W BN(V x)`` per ``width``
+    (``batchnorm`` False / True), κ from the autodiff reference. BatchNorm1d is in *eval* mode
+    with its running statistics set to the mean and biased variance of ``V x`` over the ``n``
+    samples: its forward values are those of training mode on the full batch, but each output
+    depends on its own sample only, which the per-sample GN ``(1/n) sum_i J_i^T J_i`` (and the
+    reference's per-sample Jacobian) needs. Training mode with a batch of one sample is undefined,
+    and eval mode with the default running statistics (0, 1) is the identity at init. The BN
+    affine parameters count as parameters; the derivative through the batch statistics is not
+    taken.
+    ``fig1_pruning`` (:func:`pruning_sweep`): a bias-free ReLU MLP on digits (``init``: Kaiming
+    normal, or ``torch_default``, the draw of ``nn.Linear`` that the paper's I.1 used), pruned layer
+    by layer by magnitude at init (the ``prune_rate`` fraction of smallest ``|w|`` of each matrix
+    set to 0 and kept at 0); κ over the remaining weights (reference Jacobian restricted to them) on
+    ``gn_samples`` training rows, then SGD on the MSE to one-hot labels (``1/2`` squared error
+    summed over outputs, mean over the batch; mini-batches of the shuffled training set per epoch).
+    One row per (prune rate, seed, epoch) with ``train_loss`` on the whole training set; the κ
+    columns repeat along the epochs.
+
+exp7 (:func:`exp7_rows`, :func:`exp7_table`)
+    For a deep linear trial (depth ``L``) or the ReLU MLP (= leaky ReLU with ``alpha = 0``), at
+    each stage (``initial``, ``final``) and for the inputs ``gaussian`` (``n`` samples of
+    ``N(0, I_d)``, the training distribution) and ``whitened`` (the same samples whitened): the
+    exact κ and one row per applicable bound: ``lemma2_convex``, ``lemma2_max`` (deep linear),
+    ``lemma1`` (depth 2), ``lemma4`` (ReLU); columns ``EXP7_ROW_COLUMNS`` (``bound_value``,
+    ``tightness``, ``kappa_sigma``, ``diverged``, ...). The summary over trials has one row per
+    (model, depth, stage, inputs, n, bound) with the statistics of κ and of the tightness.
+"""

@@ -1,0 +1,172 @@
+"""The GN bounds on exp7's trained weights (package docstring: ``exp7``)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from matcond.gauss_newton.bounds import (
+    BoundResult,
+    leaky_relu_bound,
+    lemma1_bound,
+    lemma2_bound,
+)
+from matcond.gauss_newton.leaky_relu import leaky_relu_gn_spectrum
+from matcond.gauss_newton.linear import linear_gn_spectrum
+from matcond.gn_experiments.data import Settings, gaussian_data, whiten
+from matcond.gn_experiments.records import EXACT_COLUMNS, spectrum_columns
+from matcond.stats import summarise
+
+EXP7_MODELS = ("deep_linear", "relu_mlp")
+EXP7_INPUTS = ("gaussian", "whitened")
+
+
+def exp7_applies(spec: Settings) -> bool:
+    """Whether a trial's model has GN bounds here (deep linear nets and the ReLU MLP)."""
+    return spec["model"] in EXP7_MODELS
+
+
+def exp7_layers(weights: Mapping[str, np.ndarray], stage: str, spec: Settings) -> list[np.ndarray]:
+    """``[W_1, ..., W_L]`` (input layer first) of a trial at ``stage`` from its saved weights."""
+    layers = 2 if spec["model"] == "relu_mlp" else spec.get("depth", 1)
+    if layers == 1:
+        return [np.asarray(weights[f"{stage}.product"])]
+    return [np.asarray(weights[f"{stage}.layer{index}"]) for index in range(1, layers + 1)]
+
+
+def exp7_bound_names(model: str, depth: int) -> list[str]:
+    """The bounds that apply to a net (module docstring), in table order."""
+    if model == "relu_mlp":
+        return ["lemma4"]
+    return ["lemma2_convex", "lemma2_max", *(["lemma1"] if depth == 2 else [])]
+
+
+def exp7_bounds(layers: Sequence[np.ndarray], x: np.ndarray, model: str) -> dict[str, BoundResult]:
+    """Every bound of :func:`exp7_bound_names` for the net ``layers`` on the samples ``x``."""
+    compute = {
+        "lemma4": lambda: leaky_relu_bound(layers, x, 0.0),
+        "lemma2_convex": lambda: lemma2_bound(layers, x, form="convex"),
+        "lemma2_max": lambda: lemma2_bound(layers, x, form="max"),
+        "lemma1": lambda: lemma1_bound(layers, x),
+    }
+    return {name: compute[name]() for name in exp7_bound_names(model, len(layers))}
+
+
+def exp7_rows(
+    weights: Mapping[str, np.ndarray], spec: Settings, settings: Settings
+) -> pd.DataFrame:
+    """Exact κ and every applicable bound of one exp7 trial, per stage and inputs.
+
+    ``settings``: ``stages``, ``n_samples`` (deep linear), ``relu_n_samples``, ``data_seed``.
+    Non-finite weights (a diverged trial) give rows of NaN with ``diverged`` True.
+    """
+    model = spec["model"]
+    if not exp7_applies(spec):
+        raise ValueError(f"no GN bounds for model {model!r}; use one of {EXP7_MODELS}")
+    n = settings["relu_n_samples"] if model == "relu_mlp" else settings["n_samples"]
+    samples = gaussian_data(n, spec["dim"], settings["data_seed"])
+    data = {"gaussian": samples, "whitened": whiten(samples)}
+    rows = []
+    for stage in settings["stages"]:
+        layers = exp7_layers(weights, stage, spec)
+        diverged = not all(np.isfinite(w).all() for w in layers)
+        for name, x in data.items():
+            base = {
+                "model": model,
+                "depth": len(layers),
+                "dim": spec["dim"],
+                "seed": spec["seed"],
+                "stage": stage,
+                "inputs": name,
+                "n_samples": x.shape[0],
+                "diverged": diverged,
+            }
+            if diverged:
+                rows += [
+                    {**base, "bound": bound, "kappa": math.nan, "tightness": math.nan}
+                    for bound in exp7_bound_names(model, len(layers))
+                ]
+                continue
+            if model == "relu_mlp":
+                exact = leaky_relu_gn_spectrum(layers, x, 0.0)
+            else:
+                exact = linear_gn_spectrum(layers, x)
+            start = time.perf_counter()
+            bounds = exp7_bounds(layers, x, model)
+            bound_seconds = time.perf_counter() - start
+            for bound_name, bound in bounds.items():
+                rows.append(
+                    {
+                        **base,
+                        "bound": bound_name,
+                        **spectrum_columns(exact),
+                        "bound_value": bound.value,
+                        "tightness": bound.tightness(exact),
+                        "kappa_sigma": bound.components.get("kappa_sigma", math.nan),
+                        "bound_seconds": bound_seconds,
+                    }
+                )
+    return pd.DataFrame(rows, columns=EXP7_ROW_COLUMNS)
+
+
+EXP7_ROW_COLUMNS = [
+    "model",
+    "depth",
+    "dim",
+    "seed",
+    "stage",
+    "inputs",
+    "n_samples",
+    "diverged",
+    "bound",
+    *EXACT_COLUMNS,
+    "bound_value",
+    "tightness",
+    "kappa_sigma",
+    "bound_seconds",
+]
+EXP7_KEYS = ["model", "depth", "stage", "inputs", "n_samples", "bound"]
+EXP7_STATS = ("mean", "std", "median", "q25", "q75")
+
+
+def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """Statistics over the trials of exp7 per (model, depth, stage, inputs, n, bound).
+
+    ``kappa_*`` and ``tightness_*`` are :func:`matcond.stats.summarise` of the exact κ and of
+    bound / exact over the trials that did not diverge (``n``; ``n_diverged`` left out;
+    ``n_nonfinite``: an infinite bound, left out); ``tightness_min`` / ``_max`` over the finite
+    ones; ``bound_median`` the median bound; ``solver`` the solvers used; ``seconds_mean`` the
+    mean time of the exact κ.
+    """
+    out = []
+    for values, group in rows.groupby(EXP7_KEYS, sort=True):
+        diverged = group["diverged"].to_numpy(bool)
+        kappa = summarise(group["kappa"].to_numpy(float), diverged)
+        tight = summarise(group["tightness"].to_numpy(float), diverged)
+        kept = group[~diverged]
+        finite = kept["tightness"][np.isfinite(kept["tightness"])]
+        out.append(
+            {
+                **dict(zip(EXP7_KEYS, values, strict=True)),
+                **{f"kappa_{key}": kappa[key] for key in EXP7_STATS},
+                "bound_median": float(kept["bound_value"].median()) if len(kept) else math.nan,
+                **{f"tightness_{key}": tight[key] for key in ("mean", "std", "median")},
+                "tightness_min": float(finite.min()) if len(finite) else math.nan,
+                "tightness_max": float(finite.max()) if len(finite) else math.nan,
+                "n": kappa["n"],
+                "n_diverged": kappa["n_diverged"],
+                "n_nonfinite": tight["n_nonfinite"],
+                "solver": ",".join(sorted(kept["solver"].astype(str).unique())),
+                "seconds_mean": float(kept["seconds"].mean()) if len(kept) else math.nan,
+            }
+        )
+    table = pd.DataFrame(out)
+    stage_order = table["stage"].map({"initial": 0, "final": 1})
+    table = table.assign(_stage=stage_order).sort_values(["model", "depth", "_stage", "inputs"])
+    table = table.drop(columns="_stage").reset_index(drop=True)
+    table.insert(0, "experiment", experiment)
+    return table

@@ -1,0 +1,63 @@
+"""Networks at initialisation for the GN sweeps: Kaiming and nn.Linear draws, residual skip
+weights, the one-hidden-layer net with and without BatchNorm (package docstring)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+BETA_RULES: dict[str, Callable[[int], float]] = {
+    "0": lambda depth: 0.0,
+    "1": lambda depth: 1.0,
+    "1/sqrt(L)": lambda depth: 1.0 / math.sqrt(depth),
+    "1/L": lambda depth: 1.0 / depth,
+}
+
+
+def kaiming_normal(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
+    """``[W_1, ..., W_L]``, ``W_l`` of shape ``dims[l] x dims[l-1]``, PyTorch Kaiming normal."""
+    generator = torch.Generator().manual_seed(seed)
+    weights = []
+    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
+        weight = torch.empty(fan_out, fan_in, dtype=torch.float64)
+        nn.init.kaiming_normal_(weight, generator=generator)
+        weights.append(weight)
+    return weights
+
+
+def torch_default(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
+    """``[W_1, ..., W_L]`` drawn as ``nn.Linear`` draws its weight (Kaiming uniform, a = sqrt 5)."""
+    generator = torch.Generator().manual_seed(seed)
+    weights = []
+    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
+        weight = torch.empty(fan_out, fan_in, dtype=torch.float64)
+        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
+        weights.append(weight)
+    return weights
+
+
+INITS = {"kaiming_normal": kaiming_normal, "torch_default": torch_default}
+
+
+def one_hidden_linear(
+    weights: Sequence[torch.Tensor], x: np.ndarray, batchnorm: bool
+) -> nn.Sequential:
+    """``W V x`` or ``W BN(V x)`` (BatchNorm1d in eval mode with the full-batch statistics)."""
+    v, w = weights
+    hidden = nn.Linear(v.shape[1], v.shape[0], bias=False, dtype=torch.float64)
+    out = nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        hidden.weight.copy_(v)
+        out.weight.copy_(w)
+    if not batchnorm:
+        return nn.Sequential(hidden, out)
+    norm = nn.BatchNorm1d(v.shape[0], dtype=torch.float64)
+    with torch.no_grad():
+        pre = torch.as_tensor(x, dtype=torch.float64) @ v.T
+        norm.running_mean.copy_(pre.mean(dim=0))
+        norm.running_var.copy_(pre.var(dim=0, unbiased=False))
+    return nn.Sequential(hidden, norm, out).eval()

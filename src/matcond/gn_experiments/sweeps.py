@@ -1,0 +1,210 @@
+"""The GN paper's sweeps at initialisation, one function per figure, and their tables
+(package docstring: ``Sweeps``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from matcond.gauss_newton.reference import reference_gn_spectrum
+from matcond.gn_experiments.data import Settings, seed_list, sweep_inputs
+from matcond.gn_experiments.networks import BETA_RULES, kaiming_normal, one_hidden_linear
+from matcond.gn_experiments.pruning import pruning_sweep
+from matcond.gn_experiments.records import (
+    EXACT_COLUMNS,
+    leaky_record,
+    linear_record,
+    spectrum_columns,
+)
+
+
+def depth_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
+    """κ and Lemma 2 of deep linear nets vs depth, per fixed and depth-proportional width."""
+    schemes = [("fixed", m) for m in settings["widths"]]
+    schemes += [("proportional", c) for c in settings.get("width_factors", [])]
+    rows = []
+    for inputs in sweep_inputs(settings, data):
+        d, k = inputs.x.shape[1], inputs.outputs
+        for rule, param in schemes:
+            for depth in settings["depths"]:
+                width = param if rule == "fixed" else param * depth
+                dims = [d, *[width] * (depth - 1), k]
+                for seed in seed_list(settings["seeds"]):
+                    record = linear_record(
+                        kaiming_normal(dims, seed),
+                        inputs.x,
+                        per_layer=settings.get("per_layer", False),
+                    )
+                    rows.append(
+                        {
+                            **inputs.columns(),
+                            "width_rule": rule,
+                            "width_param": param,
+                            "width": width,
+                            "depth": depth,
+                            "seed": seed,
+                            **record,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def one_width(settings: Settings) -> dict[str, Any]:
+    """Settings with a single ``width`` as the depth sweep's ``widths``."""
+    return {**settings, "widths": [settings["width"]], "width_factors": []}
+
+
+def residual_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
+    """κ and Eq. (7) of linear residual nets per skip weight rule vs depth (and the plain net)."""
+    rows = []
+    for inputs in sweep_inputs(settings, data):
+        d, k = inputs.x.shape[1], inputs.outputs
+        for depth in settings["depths"]:
+            dims = [d, *[settings["width"]] * (depth - 1), k]
+            for seed in seed_list(settings["seeds"]):
+                weights = kaiming_normal(dims, seed)
+                for rule in ["0", *settings["betas"]]:
+                    beta = BETA_RULES[rule](depth)
+                    rows.append(
+                        {
+                            **inputs.columns(),
+                            "width": settings["width"],
+                            "depth": depth,
+                            "seed": seed,
+                            "beta_rule": rule,
+                            "beta": beta,
+                            **linear_record(weights, inputs.x, beta=beta),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def leaky_relu_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
+    """κ and Lemma 4 of one-hidden-layer leaky-ReLU nets per width and slope."""
+    rows = []
+    for inputs in sweep_inputs(settings, data):
+        d, k = inputs.x.shape[1], inputs.outputs
+        for width in settings["widths"]:
+            for seed in seed_list(settings["seeds"]):
+                weights = kaiming_normal([d, width, k], seed)
+                for alpha in settings["alphas"]:
+                    rows.append(
+                        {
+                            **inputs.columns(),
+                            "width": width,
+                            "alpha": float(alpha),
+                            "seed": seed,
+                            **leaky_record(weights, inputs.x, float(alpha)),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def batchnorm_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
+    """κ of a one-hidden-layer linear net with and without BatchNorm per width (reference)."""
+    rows = []
+    for inputs in sweep_inputs(settings, data):
+        d, k = inputs.x.shape[1], inputs.outputs
+        for width in settings["widths"]:
+            for seed in seed_list(settings["seeds"]):
+                weights = kaiming_normal([d, width, k], seed)
+                for batchnorm in (False, True):
+                    model = one_hidden_linear(weights, inputs.x, batchnorm)
+                    spectrum = reference_gn_spectrum(model, inputs.x)
+                    rows.append(
+                        {
+                            **inputs.columns(),
+                            "width": width,
+                            "seed": seed,
+                            "batchnorm": batchnorm,
+                            "n_params": sum(p.numel() for p in model.parameters()),
+                            **spectrum_columns(spectrum),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+DATA_COLUMNS = ["sweep", "dataset", "whitened", "n_samples", "d", "k"]
+LINEAR_COLUMNS = [
+    *EXACT_COLUMNS,
+    "bound_convex",
+    "bound_max",
+    "tightness_convex",
+    "tightness_max",
+    "kappa_sigma",
+    "bound_seconds",
+]
+DEPTH_COLUMNS = [*DATA_COLUMNS, "width_rule", "width_param", "width", "depth", "seed"]
+LEAKY_COLUMNS = [
+    *DATA_COLUMNS,
+    "width",
+    "alpha",
+    "seed",
+    *EXACT_COLUMNS,
+    "bound",
+    "tightness",
+    "sigma_min_sq_x",
+    "sigma_min_sq_w",
+    "lambda_min_gamma",
+    "lambda_max_gamma",
+    "bound_seconds",
+]
+# The columns of every sweep's table, in order (the module docstring says what they mean).
+SWEEP_COLUMNS = {
+    "fig1_pruning": [
+        *DATA_COLUMNS,
+        "gn_samples",
+        "hidden",
+        "init",
+        "prune_rate",
+        "seed",
+        "n_params",
+        *EXACT_COLUMNS,
+        "epoch",
+        "train_loss",
+    ],
+    "fig2_depth": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
+    "fig3_bounds": [*DEPTH_COLUMNS, *LINEAR_COLUMNS, "term_per_layer", "gamma_per_layer"],
+    "fig5_residual": [
+        *DATA_COLUMNS,
+        "width",
+        "depth",
+        "seed",
+        "beta_rule",
+        "beta",
+        *LINEAR_COLUMNS,
+    ],
+    "fig6_leaky_width": LEAKY_COLUMNS,
+    "fig7_batchnorm": [
+        *DATA_COLUMNS,
+        "width",
+        "seed",
+        "batchnorm",
+        "n_params",
+        *EXACT_COLUMNS,
+    ],
+    "fig19_whitening": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
+    "fig23_leaky_alpha": LEAKY_COLUMNS,
+}
+
+SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
+    "fig1_pruning": pruning_sweep,
+    "fig2_depth": depth_sweep,
+    "fig3_bounds": lambda s, d: depth_sweep({**one_width(s), "per_layer": True}, d),
+    "fig5_residual": residual_sweep,
+    "fig6_leaky_width": leaky_relu_sweep,
+    "fig7_batchnorm": batchnorm_sweep,
+    "fig19_whitening": lambda s, d: depth_sweep(one_width(s), d),
+    "fig23_leaky_alpha": leaky_relu_sweep,
+}
+
+
+def run_sweep(name: str, settings: Settings, data: Settings) -> pd.DataFrame:
+    """The table of sweep ``name`` (``SWEEPS``) with its name in column ``sweep``."""
+    if name not in SWEEPS:
+        raise ValueError(f"unknown sweep {name!r}; choose from {sorted(SWEEPS)}")
+    table = SWEEPS[name](settings, data)
+    table.insert(0, "sweep", name)
+    return table[SWEEP_COLUMNS[name]]

@@ -1,0 +1,77 @@
+"""Code fingerprints follow the import graph of each rule's script (matcond.fingerprints)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from matcond.fingerprints import PACKAGE_DIR, code_fingerprint, dependencies
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((REPO / "scripts").glob("*.py"))
+
+
+def modules(script: Path) -> set[str]:
+    return {str(p.relative_to(PACKAGE_DIR)) for p in dependencies(script)}
+
+
+def test_training_depends_on_what_computes_a_trial_and_not_on_how_it_runs():
+    deps = modules(REPO / "scripts" / "train_trial.py")
+    assert {"training.py", "strategies.py", "models.py", "components.py", "run.py"} <= deps
+    assert {"targets.py", "optim.py", "__init__.py"} <= deps
+    assert not any(d.startswith("execution") for d in deps)
+    assert "stats.py" not in deps and "claims.py" not in deps
+
+
+def test_plots_depend_on_every_figure_module():
+    deps = modules(REPO / "scripts" / "plot.py")
+    assert {"figures/paper.py", "figures/controls.py", "figures/gauss_newton.py"} <= deps
+    assert {"figures/__init__.py", "catalog.py", "stats.py"} <= deps
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_module_a_script_loads_is_in_its_fingerprint(script):
+    """What the script's imports really load (in a fresh interpreter) is covered by the
+    static import graph, execution backends aside."""
+    names = [
+        line.split()[1]
+        for line in script.read_text().splitlines()
+        if line.startswith("from matcond")
+    ]
+    names += [
+        line.split()[1]
+        for line in script.read_text().splitlines()
+        if line.startswith("import matcond")
+    ]
+    code = "import sys\n" + "".join(f"import {n}\n" for n in names)
+    code += "print('\\n'.join(m for m in sys.modules if m.startswith('matcond')))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    deps = modules(script)
+    for name in loaded.stdout.split():
+        if name.startswith("matcond.execution") or name == "matcond":
+            continue
+        parts = name.split(".")[1:]
+        candidates = {"/".join(parts) + ".py", "/".join(parts) + "/__init__.py"}
+        assert candidates & deps, f"{script.name} loads {name} but its fingerprint misses it"
+
+
+def test_an_edit_changes_the_fingerprint_of_its_dependents_only(tmp_path, monkeypatch):
+    import matcond.fingerprints as fingerprints
+
+    package = tmp_path / "matcond"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from matcond import b\n")
+    (package / "b.py").write_text("X = 1\n")
+    (package / "c.py").write_text("Y = 2\n")
+    script = tmp_path / "job.py"
+    script.write_text("from matcond.a import b\n")
+    monkeypatch.setattr(fingerprints, "PACKAGE_DIR", package)
+    before = code_fingerprint(script)
+    (package / "c.py").write_text("Y = 3\n")
+    assert code_fingerprint(script) == before
+    (package / "b.py").write_text("X = 2\n")
+    assert code_fingerprint(script) != before
