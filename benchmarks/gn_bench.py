@@ -26,12 +26,12 @@ import time
 WORKER_FLAG = "--worker"
 
 
-def _inputs(d: int, layers: int, whiten: bool) -> tuple[list, object]:
-    """Weights ``[W_1, ..., W_L]`` and samples for ``k = d``, ``m = 2d``, ``n = 2d``."""
+def _inputs(d: int, layers: int, whiten: bool, width: float) -> tuple[list, object]:
+    """Weights ``[W_1, ..., W_L]`` and samples for ``k = d``, ``m = width d``, ``n = 2d``."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
-    dims = [d] + [2 * d] * (layers - 1) + [d]
+    dims = [d] + [round(width * d)] * (layers - 1) + [d]
     weights = [
         torch.randn(dims[i + 1], dims[i], generator=gen, dtype=torch.float64) / dims[i] ** 0.5
         for i in range(layers)
@@ -55,7 +55,7 @@ def _run_case(case: dict) -> dict:
     from matcond.gauss_newton.solvers import dense_eigenvalues
     from matcond.gauss_newton.spectrum import spectrum_from_eigenvalues
 
-    weights, x = _inputs(case["d"], case["layers"], case["whiten"])
+    weights, x = _inputs(case["d"], case["layers"], case["whiten"], case["width"])
     baseline = _maxrss_mb()
     start = time.perf_counter()
     if case["solver"] == "dense_kd":
@@ -71,6 +71,7 @@ def _run_case(case: dict) -> dict:
         "kappa": result.kappa,
         "rank": result.rank,
         "gap": result.gap_at_cut,
+        "reliable": result.reliable,
         "seconds": time.perf_counter() - start,
         "peak_mb": _maxrss_mb(),
         "baseline_mb": baseline,
@@ -101,20 +102,21 @@ def run_cases(cases: list[dict], threads: int, timeout: float) -> list[dict | No
     return done + [None] * (len(cases) - len(done))
 
 
-def case(d: int, layers: int, solver: str, whiten: bool = False) -> dict:
-    """A case description."""
-    return {"d": d, "layers": layers, "solver": solver, "whiten": whiten}
+def case(d: int, layers: int, solver: str, whiten: bool = False, width: float = 2.0) -> dict:
+    """A case description (``width``: hidden width over ``d``)."""
+    return {"d": d, "layers": layers, "solver": solver, "whiten": whiten, "width": width}
 
 
 def line(spec: dict, res: dict | None, timeout: float) -> str:
     """Format a case's result."""
     data = "whitened" if spec["whiten"] else "non-whitened"
-    label = f"L={spec['layers']} kd={spec['d'] ** 2:>7} {data:>12} {spec['solver']:<11}"
+    shape = f"L={spec['layers']} kd={spec['d'] ** 2:>7} m={spec['width']:g}d"
+    label = f"{shape} {data:>12} {spec['solver']:<11}"
     if res is None:
         return f"{label}  > {timeout:.0f} s (stopped)"
     return (
         f"{label} {res['seconds']:8.2f} s  kappa={res['kappa']:.12e}  rank={res['rank']:>7}  "
-        f"gap={res['gap']:.1e}  peak={res['peak_mb']:6.0f} MiB "
+        f"gap={res['gap']:.1e}  reliable={res['reliable']}  peak={res['peak_mb']:6.0f} MiB "
         f"(+{res['peak_mb'] - res['baseline_mb']:.0f} over inputs)"
     )
 
@@ -153,6 +155,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes in one process, < 30 s")
     parser.add_argument("--compare-d", type=int, default=64, help="d = k for the dense comparison")
     parser.add_argument("--one-hidden-d", type=int, default=256, help="d = k, one hidden layer")
+    parser.add_argument("--width", type=float, default=2.0, help="m / d in the dense comparison")
+    parser.add_argument("--compare-only", action="store_true", help="only the dense comparison")
     parser.add_argument("--deep-d", type=int, default=128, help="d = k for L = 3 (Lanczos)")
     parser.add_argument("--limit", type=float, default=60.0, help="seconds for the size sweep")
     parser.add_argument("--no-sweep", action="store_true", help="skip the largest-size sweep")
@@ -178,11 +182,13 @@ def main() -> None:
             print(line(spec, res, timeout))
         return
 
-    print(f"== structured vs dense at kd = {args.compare_d**2} ==")
+    print(f"== structured vs dense at kd = {args.compare_d**2}, m = {args.width:g} d ==")
     for layers, solvers in ((2, ["block_diag"]), (3, ["lanczos", "arpack"])):
-        specs = [case(args.compare_d, layers, s) for s in [*solvers, "dense_kd"]]
+        specs = [case(args.compare_d, layers, s, width=args.width) for s in [*solvers, "dense_kd"]]
         results = [run_cases([s], args.threads, timeout)[0] for s in specs]
         report_against_dense(specs, results, timeout)
+    if args.compare_only:
+        return
 
     print("== large structured cases ==")
     for spec in (

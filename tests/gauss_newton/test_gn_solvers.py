@@ -27,20 +27,25 @@ def _psd(n: int, seed: int, cond: float = 1e3) -> torch.Tensor:
 def test_lanczos_matches_dense(extremes, dim: int) -> None:
     matrix = _psd(dim, seed=dim)
     values = dense_eigenvalues(matrix)
-    top, bottom = extremes(lambda v: matrix @ v, dim, CPU)
+    found = extremes(lambda v: matrix @ v, dim, CPU)
+    top, bottom = found.top, found.bottom
+    assert found.converged and found.residual < 1e-9
     assert rel(top, float(values[-1])) < 1e-10
     assert rel(bottom, float(values[0])) < 1e-9
 
 
 def test_lanczos_breakdown_on_few_distinct_eigenvalues() -> None:
     diag = torch.tensor([1.0, 2.0, 5.0] * 20, dtype=torch.float64)
-    assert lanczos_extremes(lambda v: diag * v, 60, CPU) == pytest.approx((5.0, 1.0), rel=1e-12)
+    found = lanczos_extremes(lambda v: diag * v, 60, CPU)
+    assert (found.top, found.bottom) == pytest.approx((5.0, 1.0), rel=1e-12) and found.converged
 
 
-def test_lanczos_warns_when_out_of_steps() -> None:
+@pytest.mark.parametrize("extremes", [lanczos_extremes, arpack_extremes])
+def test_out_of_steps_is_marked_not_converged(extremes) -> None:
     matrix = _psd(200, seed=1, cond=1e6)
-    with pytest.warns(UserWarning, match="did not reach"):
-        lanczos_extremes(lambda v: matrix @ v, 200, CPU, max_steps=3)
+    limit = {"max_steps": 3} if extremes is lanczos_extremes else {"maxiter": 1}
+    found = extremes(lambda v: matrix @ v, 200, CPU, **limit)
+    assert not found.converged and found.residual > 1e-10
 
 
 def test_block_diag_matches_dense_kron() -> None:

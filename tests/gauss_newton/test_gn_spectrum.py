@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from matcond.gauss_newton import input_covariance, spectrum_from_eigenvalues
-from matcond.gauss_newton.spectrum import default_rtol
+from matcond.gauss_newton.spectrum import TOLERANCE, gram_floor, pseudo_kappa
 
 
 def test_analytic_rank_and_gap() -> None:
@@ -21,9 +21,28 @@ def test_tolerance_rank() -> None:
     result = spectrum_from_eigenvalues(values, solver="test", seconds=0.0)
     assert (result.rank, result.kappa, result.rank_source) == (2, 2.0, "tolerance")
     assert result.gap_at_cut == pytest.approx(0.5e17)
-    assert default_rtol(4) < 1e-12
-    loose = spectrum_from_eigenvalues(values, solver="test", seconds=0.0, rtol=0.6)
-    assert (loose.rank, loose.kappa) == (1, 1.0)
+    assert result.reliable and result.flags() == ""
+
+
+def test_eigenvalue_at_the_rounding_level_is_flagged() -> None:
+    floor = gram_floor(1.0, 4)
+    values = torch.tensor([1.0, 0.5, 10 * floor, 0.0], dtype=torch.float64)
+    analytic = spectrum_from_eigenvalues(values, solver="test", seconds=0.0, rank=3)
+    assert not analytic.resolved and not analytic.reliable
+    assert analytic.rank_agrees is False and "resolution" in analytic.flags()
+    clear = spectrum_from_eigenvalues(values, solver="test", seconds=0.0)
+    assert (clear.rank, clear.kappa) == (2, 2.0) and clear.reliable
+    near = torch.tensor([1.0, 0.5, 200 * floor, 50 * floor], dtype=torch.float64)
+    cut = spectrum_from_eigenvalues(near, solver="test", seconds=0.0)
+    assert cut.rank == 3 and not cut.clear_cut and "ambiguous" in cut.flags()
+
+
+def test_kappa_is_never_negative() -> None:
+    assert pseudo_kappa(1.0, -1e-17) == math.inf and pseudo_kappa(1.0, 0.0) == math.inf
+    values = torch.tensor([1.0, -1e-17], dtype=torch.float64)
+    result = spectrum_from_eigenvalues(values, solver="test", seconds=0.0, rank=2)
+    assert result.kappa == math.inf and not result.reliable
+    assert TOLERANCE * result.floor > 0
 
 
 def test_full_rank_has_infinite_gap_and_zero_is_rejected() -> None:

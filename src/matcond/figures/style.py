@@ -111,10 +111,30 @@ def median_line(
     xs = [value for value, _ in groups]
     estimate = [np.median(values) for _, values in groups]
     ax.plot(xs, estimate, color=color, label=label or None, **style)
+    mark_unreliable(ax, rows, x, column)
     if band:
         intervals = [bootstrap_ci([values], np.median) for _, values in groups]
         low, high = (np.array([ci[k] for ci in intervals], dtype=float) for k in (0, 1))
         ax.fill_between(xs, low, high, color=color, alpha=0.15, linewidth=0)
+
+
+def mark_unreliable(ax, rows: pd.DataFrame, x: str, column: str) -> None:
+    """Red crosses on the values of ``column`` whose exact κ is flagged as unreliable
+    (column ``reliable`` of the GN tables), so that no doubtful κ passes for a clean one."""
+    if "reliable" not in rows or column != "kappa":
+        return
+    doubtful = rows[~rows["reliable"].astype(bool)]
+    doubtful = doubtful[np.isfinite(doubtful[column].to_numpy(float))]
+    if len(doubtful):
+        ax.scatter(
+            doubtful[x],
+            doubtful[column],
+            marker="x",
+            color="red",
+            s=30,
+            zorder=5,
+            label="unreliable κ (flagged)",
+        )
 
 
 def lines(ax, rows: pd.DataFrame, x: str, components: dict[str, str], **style) -> None:

@@ -13,8 +13,10 @@ eigenvalues of ``G_O``:
   ``(1/n) [(x_j . x_l) W diag(Lambda_j Lambda_l) W^T + (h_j . h_l) I_k]``;
 * ``p``: ``G_O`` itself, parameters ordered ``[V.flatten(), W.flatten()]``.
 
-No analytic rank is known here: the rank is cut by the relative tolerance of
-:func:`matcond.gauss_newton.spectrum.default_rtol`, and the eigen-gap at the cut is reported.
+No analytic rank is known here: the rank is cut at the precision of the computation
+(:mod:`matcond.gauss_newton.spectrum`), and the eigen-gap at the cut is reported. A result that
+is not reliable is recomputed from the singular values of the Jacobian ``J`` (``nk x p``,
+:func:`leaky_relu_jacobian`) when it fits in ``FACTOR_BYTES``.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ from typing import Literal
 import torch
 
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, as_float64_list, device_of
+from matcond.gauss_newton.linear import FACTOR_BYTES
 from matcond.gauss_newton.solvers import dense_eigenvalues
-from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_eigenvalues
+from matcond.gauss_newton.spectrum import (
+    GNSpectrum,
+    spectrum_from_eigenvalues,
+    spectrum_from_factor,
+)
 
 LeakyForm = Literal["nk", "p"]
 
@@ -84,24 +91,42 @@ def leaky_relu_gn_matrix(
     raise ValueError(f"unknown form {form!r}")
 
 
+def leaky_relu_jacobian(weights: Sequence[ArrayLike], x: ArrayLike, alpha: float) -> torch.Tensor:
+    """``J`` (``nk x p``), rows sample-major, columns ``[V.flatten(), W.flatten()]``: the
+    factor of both forms (``J J^T / n`` is the ``nk`` form, ``J^T J / n`` the ``p`` form)."""
+    v, w, samples = _inputs(weights, x, alpha)
+    n, d = samples.shape
+    k, m = w.shape
+    pattern = activation_pattern(v, samples, alpha)
+    hidden = pattern * (samples @ v.T)
+    jac_v = torch.einsum("ai,ji,jc->jaic", w, pattern, samples).reshape(n * k, m * d)
+    eye = torch.eye(k, dtype=w.dtype, device=w.device)
+    jac_w = torch.einsum("ab,ji->jabi", eye, hidden).reshape(n * k, k * m)
+    return torch.cat([jac_v, jac_w], dim=1)
+
+
 def leaky_relu_gn_spectrum(
     weights: Sequence[ArrayLike],
     x: ArrayLike,
     alpha: float,
     *,
     rank: int | None = None,
-    rtol: float | None = None,
+    factor_bytes: int = FACTOR_BYTES,
 ) -> GNSpectrum:
-    """Pseudo-condition number from the smaller of the ``nk`` and ``p`` forms (dense)."""
+    """Pseudo-condition number from the smaller of the ``nk`` and ``p`` forms (dense), refined
+    from the Jacobian's singular values when it is not reliable and ``J`` fits."""
     start = time.perf_counter()
     n, d = torch.as_tensor(x).shape
     k, m = torch.as_tensor(weights[1]).shape
     form: LeakyForm = "nk" if n * k <= m * (d + k) else "p"
     matrix = leaky_relu_gn_matrix(weights, x, alpha, form=form)
-    return spectrum_from_eigenvalues(
+    result = spectrum_from_eigenvalues(
         dense_eigenvalues(matrix),
         solver=f"dense_{form}",
         seconds=time.perf_counter() - start,
         rank=rank,
-        rtol=rtol,
     )
+    if result.reliable or 8 * n * k * m * (d + k) > factor_bytes:
+        return result
+    jac = leaky_relu_jacobian(weights, x, alpha) / n**0.5
+    return spectrum_from_factor(jac, solver="jacobian_svd", seconds_from=start, rank=rank)

@@ -47,6 +47,7 @@ from matcond.gauss_newton.covariance import InputCovariance, input_covariance
 from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.solvers import (
     SOLVERS,
+    Extremes,
     arpack_extremes,
     block_diag_eigenvalues,
     choose_linear_solver,
@@ -56,9 +57,18 @@ from matcond.gauss_newton.solvers import (
     largest_eigenvalue_estimate,
     restricted_matmat,
 )
-from matcond.gauss_newton.spectrum import GNSpectrum, gap_ratio, spectrum_from_eigenvalues
+from matcond.gauss_newton.spectrum import (
+    GNSpectrum,
+    gap_ratio,
+    gram_floor,
+    pseudo_kappa,
+    spectrum_from_eigenvalues,
+    spectrum_from_factor,
+)
 
 LinearForm = Literal["kd", "ks", "p"]
+# Memory allowed for a formed factor (or a dense fallback) when a result must be refined.
+FACTOR_BYTES = 2**29
 
 
 def check_chain(weights: Sequence[torch.Tensor]) -> None:
@@ -140,6 +150,15 @@ class LinearGNStructure:
         factor = self.cov.factor if data_factor is None else data_factor
         right = [c @ factor for c in self.inner]
         return KroneckerSum([a @ a.T for a in self.outer], [cr.T @ cr for cr in right])
+
+    def factor(self) -> torch.Tensor:
+        """``F`` (``ks x p``) with ``F F^T`` the ``ks`` form: ``[A_l (x) (C_l R)^T]_l``."""
+        blocks = []
+        for a, cr in zip(self.outer, self.reduced_inner(), strict=True):
+            # kron by broadcasting: torch.kron fails on some strides of size-1 dimensions
+            block = a[:, None, :, None] * cr.T[None, :, None, :]
+            blocks.append(block.reshape(a.shape[0] * cr.shape[1], a.shape[1] * cr.shape[0]))
+        return torch.cat(blocks, dim=1)
 
     def param_gram(self) -> torch.Tensor:
         """``G_O`` (``p x p``) with row-major ``vec`` of each ``W_l``, input layer first."""
@@ -235,7 +254,7 @@ def _closed_form(structure: LinearGNStructure, start: float) -> GNSpectrum:
         raise ValueError("closed_form needs L = 1, or L = 2 with isotropic (whitened) data")
     lam_max, lam_min, rank, dropped = kronecker_sum_extremes(a_eigs, c_eigs, rank_a, rank_c)
     return GNSpectrum(
-        kappa=lam_max / lam_min,
+        kappa=pseudo_kappa(lam_max, lam_min),
         lambda_max=lam_max,
         lambda_min_nonzero=lam_min,
         rank=rank,
@@ -244,6 +263,7 @@ def _closed_form(structure: LinearGNStructure, start: float) -> GNSpectrum:
         seconds=time.perf_counter() - start,
         dim=structure.kron_dim,
         rank_source="analytic",
+        floor=gram_floor(lam_max, max(a_eigs.numel(), c_eigs.numel())),
     )
 
 
@@ -263,21 +283,44 @@ def _lanczos(structure: LinearGNStructure, start: float, solver: str, tol: float
     rotated = structure.operator().congruence(e_basis, f_basis)
     rank = int(mask.sum())
     device = e_basis.device
-    extremes = lanczos_extremes if solver == "lanczos" else arpack_extremes
-    lam_max, lam_min = extremes(restricted_matmat(rotated, mask), rank, device, tol)
+    solve = lanczos_extremes if solver == "lanczos" else arpack_extremes
+    found: Extremes = solve(restricted_matmat(rotated, mask), rank, device, tol)
     dropped = largest_eigenvalue_estimate(
         restricted_matmat(rotated, ~mask), structure.kron_dim - rank, device
     )
     return GNSpectrum(
-        kappa=lam_max / lam_min,
-        lambda_max=lam_max,
-        lambda_min_nonzero=lam_min,
+        kappa=pseudo_kappa(found.top, found.bottom),
+        lambda_max=found.top,
+        lambda_min_nonzero=found.bottom,
         rank=rank,
-        gap_at_cut=gap_ratio(lam_min, dropped),
+        gap_at_cut=gap_ratio(found.bottom, dropped),
         solver=solver,
         seconds=time.perf_counter() - start,
         dim=structure.kron_dim,
         rank_source="analytic",
+        floor=gram_floor(found.top, rank),
+        converged=found.converged,
+        residual=found.residual,
+    )
+
+
+def _dense(structure: LinearGNStructure, start: float, solver: str) -> GNSpectrum:
+    """Every eigenvalue of the smaller of the ``ks`` and ``p`` forms, or of the blocks."""
+    if solver == "block_diag":
+        eigenvalues = _block_diag(structure)
+        floor = gram_floor(float(eigenvalues.max()), structure.cov.rank)
+    elif structure.param_dim < structure.kron_dim:
+        eigenvalues = dense_eigenvalues(structure.param_gram())
+        floor = None
+    else:
+        eigenvalues = dense_eigenvalues(structure.operator().dense())
+        floor = None
+    return spectrum_from_eigenvalues(
+        eigenvalues,
+        solver=solver,
+        seconds=time.perf_counter() - start,
+        rank=structure.rank(),
+        floor=floor,
     )
 
 
@@ -287,6 +330,7 @@ def _spectrum(
     solver: str = "auto",
     dense_max: int = 4096,
     lanczos_tol: float = 1e-10,
+    factor_bytes: int = FACTOR_BYTES,
 ) -> GNSpectrum:
     """:func:`linear_gn_spectrum` of a factored network."""
     start = time.perf_counter()
@@ -301,20 +345,18 @@ def _spectrum(
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS} or 'auto'")
     if solver == "closed_form":
-        return _closed_form(structure, start)
-    if solver in ("lanczos", "arpack"):
-        return _lanczos(structure, start, solver, lanczos_tol)
-    if solver == "block_diag":
-        eigenvalues = _block_diag(structure)
-    elif structure.param_dim < structure.kron_dim:
-        eigenvalues = dense_eigenvalues(structure.param_gram())
+        result = _closed_form(structure, start)
+    elif solver in ("lanczos", "arpack"):
+        result = _lanczos(structure, start, solver, lanczos_tol)
+        if not result.converged and 8 * structure.kron_dim**2 <= factor_bytes:
+            result = _dense(structure, start, "dense")
     else:
-        eigenvalues = dense_eigenvalues(structure.operator().dense())
-    return spectrum_from_eigenvalues(
-        eigenvalues,
-        solver=solver,
-        seconds=time.perf_counter() - start,
-        rank=structure.rank(),
+        result = _dense(structure, start, solver)
+    if result.reliable or 8 * structure.kron_dim * structure.param_dim > factor_bytes:
+        return result
+    # the singular values of the factor resolve eps^2, not eps, of lambda_max
+    return spectrum_from_factor(
+        structure.factor(), solver="factor_svd", seconds_from=start, rank=structure.rank()
     )
 
 
@@ -333,6 +375,11 @@ def linear_gn_spectrum(
     of ``closed_form``, ``block_diag``, ``dense`` (the smaller of the ``ks`` and ``p`` forms),
     ``lanczos`` or ``arpack`` (on the range of the ``ks`` form; ``lanczos_tol`` is the relative
     Ritz residual, resp. ARPACK's tolerance). Data are samples ``x`` (``n x d``) or ``sigma``.
+
+    A Lanczos run that does not converge falls back to the dense solve (within
+    ``FACTOR_BYTES``); a result that is not reliable (:class:`GNSpectrum`) is recomputed from
+    the singular values of the factor ``F`` of the ``ks`` form when it fits in
+    ``FACTOR_BYTES`` (solver ``factor_svd``); what still is not reliable is returned flagged.
     """
     structure = linear_gn_structure(weights, x, sigma=sigma)
     return _spectrum(structure, solver=solver, dense_max=dense_max, lanczos_tol=lanczos_tol)

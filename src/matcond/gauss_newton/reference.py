@@ -3,8 +3,10 @@
 For the MSE loss ``G_O = (1/n) sum_i J_i^T J_i = J^T J / n`` with ``J`` (``nk x p``) stacking the
 per-sample Jacobians ``J_i = dF(x_i)/dtheta`` (``k x p``). ``J`` is built with
 ``torch.func.jacrev`` vectorised over samples by ``vmap``, in float64; the spectrum comes from
-the smaller of ``J^T J / n`` (``p x p``) and ``J J^T / n`` (``nk x nk``), which share their nonzero
-eigenvalues. Cost ``O(nkp min(nk, p))``: small networks only.
+the singular values of ``J / sqrt(n)``, whose squares are the nonzero eigenvalues of
+``J^T J / n`` and ``J J^T / n`` resolved down to ``(eps * max(nk, p))^2 lambda_max`` instead of the
+``eps * min(nk, p) lambda_max`` of a formed Gram matrix (the Gram form squares the Jacobian's
+condition number). Cost ``O(nkp min(nk, p))``: small networks only.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
 from matcond.gauss_newton._arrays import ArrayLike, as_float64
-from matcond.gauss_newton.solvers import dense_eigenvalues
-from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_eigenvalues
+from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_factor
 
 
 def network_jacobian(model: nn.Module, x: ArrayLike) -> torch.Tensor:
@@ -51,22 +52,16 @@ def reference_gn_matrix(model: nn.Module, x: ArrayLike) -> torch.Tensor:
     return jac.T @ jac / torch.as_tensor(x).shape[0]
 
 
-def reference_gn_spectrum(
-    model: nn.Module, x: ArrayLike, *, rank: int | None = None, rtol: float | None = None
-) -> GNSpectrum:
-    """Pseudo-condition number of ``G_O`` from the dense Jacobian.
+def reference_gn_spectrum(model: nn.Module, x: ArrayLike, *, rank: int | None = None) -> GNSpectrum:
+    """Pseudo-condition number of ``G_O`` from the singular values of the dense Jacobian.
 
-    The rank is ``rank`` if given, else the tolerance rule of
-    :func:`matcond.gauss_newton.spectrum.spectrum_from_eigenvalues`.
+    The rank is ``rank`` if given, else the precision rule of
+    :func:`matcond.gauss_newton.spectrum.spectrum_from_eigenvalues` (squared singular values
+    above ``TOLERANCE`` times their floor).
     """
     start = time.perf_counter()
     jac = network_jacobian(model, x)
     n = torch.as_tensor(x).shape[0]
-    gram = jac.T @ jac if jac.shape[1] <= jac.shape[0] else jac @ jac.T
-    return spectrum_from_eigenvalues(
-        dense_eigenvalues(gram / n),
-        solver="reference_jacobian",
-        seconds=time.perf_counter() - start,
-        rank=rank,
-        rtol=rtol,
+    return spectrum_from_factor(
+        jac / n**0.5, solver="reference_jacobian", seconds_from=start, rank=rank
     )

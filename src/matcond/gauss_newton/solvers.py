@@ -11,18 +11,21 @@
   same operator, as an independent implementation. Lanczos finds extreme eigenvalues, and the
   smallest one of a singular matrix is 0, so the callers hand it an operator restricted to the
   range of the GN matrix (positive definite there): its smallest eigenvalue is then the
-  smallest *nonzero* one of the GN matrix.
+  smallest *nonzero* one of the GN matrix. Both stop after a bounded number of steps and say
+  whether their Ritz values converged (:class:`Extremes`); the caller falls back to a dense
+  solve or flags the result, never returning unconverged values as if they were good.
 """
 
 from __future__ import annotations
 
-import warnings
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy.linalg import eigh_tridiagonal
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.spectrum import EPS
@@ -31,6 +34,17 @@ SOLVERS = ("closed_form", "block_diag", "dense", "lanczos", "arpack")
 SMALL_OPERATOR = 16
 
 MatMat = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Extremes:
+    """Extreme eigenvalues from an iterative solver: converged or not, and the largest
+    relative residual of the two Ritz pairs."""
+
+    top: float
+    bottom: float
+    converged: bool
+    residual: float
 
 
 def dense_eigenvalues(matrix: torch.Tensor) -> torch.Tensor:
@@ -104,10 +118,10 @@ def restricted_matmat(op: KroneckerSum, mask: torch.Tensor) -> MatMat:
     return matmat
 
 
-def _small_extremes(matmat: MatMat, dim: int, device: torch.device) -> tuple[float, float]:
-    """Extreme eigenvalues of a small operator, formed densely."""
+def _small_extremes(matmat: MatMat, dim: int, device: torch.device) -> Extremes:
+    """Extreme eigenvalues of a small operator, formed densely (exact: converged)."""
     values = dense_eigenvalues(matmat(torch.eye(dim, dtype=torch.float64, device=device)))
-    return float(values[-1]), float(values[0])
+    return Extremes(float(values[-1]), float(values[0]), True, 0.0)
 
 
 def _extreme_ritz(alphas: list[float], betas: list[float], index: int) -> tuple[float, float]:
@@ -125,16 +139,16 @@ def lanczos_extremes(
     tol: float = 1e-10,
     max_steps: int | None = None,
     check_every: int = 25,
-) -> tuple[float, float]:
-    """``(lambda_max, lambda_min)`` of a symmetric operator by unrestarted Lanczos.
+) -> Extremes:
+    """``lambda_max`` and ``lambda_min`` of a symmetric operator by unrestarted Lanczos.
 
     Three vectors on ``device``, no reorthogonalisation: lost orthogonality only makes
     converged Ritz values reappear ("ghosts"), the extreme ones still converge (Paige). The
     iteration stops when both extreme Ritz values ``theta`` have residual
     ``beta_m |s_m| <= tol |theta|`` (which bounds their distance to an eigenvalue; for the
     smallest, at least ``dim * eps * lambda_max``, the rounding level), or on breakdown
-    (an invariant subspace); it warns if ``max_steps`` (default ``10 dim``) pass first.
-    Operators of size at most ``SMALL_OPERATOR`` are solved densely.
+    (an invariant subspace); after ``max_steps`` (default ``10 dim``) it returns what it has,
+    marked not converged. Operators of size at most ``SMALL_OPERATOR`` are solved densely.
     """
     if dim <= SMALL_OPERATOR:
         return _small_extremes(matmat, dim, device)
@@ -157,23 +171,24 @@ def lanczos_extremes(
             top, top_res = _extreme_ritz(alphas, betas[1:], step - 1)
             bottom, bottom_res = _extreme_ritz(alphas, betas[1:], 0)
             floor = dim * EPS * abs(top)
+            residual = max(top_res / abs(top), bottom_res / max(abs(bottom), floor))
             if breakdown or (
                 top_res <= tol * abs(top) and bottom_res <= max(tol * abs(bottom), floor)
             ):
-                return top, bottom
+                return Extremes(top, bottom, True, residual)
         previous, vector = vector, image / betas[-1]
-    warnings.warn(f"Lanczos did not reach tol={tol} in {steps} steps", stacklevel=2)
-    return top, bottom
+    return Extremes(top, bottom, False, residual)
 
 
 def arpack_extremes(
-    matmat: MatMat, dim: int, device: torch.device, tol: float = 1e-12
-) -> tuple[float, float]:
-    """``(lambda_max, lambda_min)`` of a symmetric operator by ARPACK (``eigsh``, LA then SA).
+    matmat: MatMat, dim: int, device: torch.device, tol: float = 1e-12, maxiter: int = 2000
+) -> Extremes:
+    """``lambda_max`` and ``lambda_min`` of a symmetric operator by ARPACK (LA then SA).
 
-    ``tol`` is ARPACK's relative accuracy of the Ritz values. On CPU, torch runs
-    single-threaded meanwhile: ARPACK's OpenBLAS threads and torch's OpenMP threads otherwise
-    spin against each other (a 5x slowdown measured on 2 cores).
+    ``tol`` is ARPACK's relative accuracy of the Ritz values; ``maxiter`` bounds its restarts.
+    Without convergence the best Ritz values found are returned, marked not converged. On CPU,
+    torch runs single-threaded meanwhile: ARPACK's OpenBLAS threads and torch's OpenMP threads
+    otherwise spin against each other (a 5x slowdown measured on 2 cores).
     """
     if dim <= SMALL_OPERATOR:
         return _small_extremes(matmat, dim, device)
@@ -184,16 +199,22 @@ def arpack_extremes(
 
     operator = LinearOperator((dim, dim), matvec=apply, matmat=apply, dtype=np.float64)
     start = np.random.default_rng(0).standard_normal(dim)
-    options = {"k": 1, "tol": tol, "v0": start, "ncv": min(dim, 64), "return_eigenvectors": False}
+    options = {"k": 1, "tol": tol, "v0": start, "ncv": min(dim, 64), "maxiter": maxiter}
     threads = torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(1)
+    found, converged = [], True
     try:
-        lam_max = eigsh(operator, which="LA", **options)[0]
-        lam_min = eigsh(operator, which="SA", **options)[0]
+        for which in ("LA", "SA"):
+            try:
+                found.append(float(eigsh(operator, which=which, **options)[0][0]))
+            except ArpackNoConvergence as err:
+                converged = False
+                found.append(float(err.eigenvalues[0]) if len(err.eigenvalues) else math.nan)
     finally:
         torch.set_num_threads(threads)
-    return float(lam_max), float(lam_min)
+    residual = 0.0 if converged else math.inf
+    return Extremes(found[0], found[1], converged, residual)
 
 
 def largest_eigenvalue_estimate(

@@ -1,28 +1,52 @@
-"""The pseudo-condition number of a PSD matrix from its eigenvalues, and its result record.
+"""The pseudo-condition number of a PSD matrix from its eigenvalues, and how far to trust it.
 
 The GN matrix is usually singular, so (as in the GN paper, §4 and appendix C) its condition
 number is the *pseudo*-condition number ``lambda_max / lambda_min_nonzero``. Which eigenvalues
 count as nonzero is decided by a rank ``r``: the ``r`` largest eigenvalues are kept. The rank
 comes from an analytic formula where one is known (deep linear and residual nets, see
-:mod:`matcond.gauss_newton.linear`) and otherwise from the relative tolerance
-:func:`default_rtol`. Every result reports ``gap_at_cut = lambda_r / |lambda_{r+1}|``, the ratio
-of the smallest kept to the largest dropped eigenvalue (``inf`` when nothing was dropped): a
-large gap (say > 1e6) says that the cut is unambiguous.
+:mod:`matcond.gauss_newton.linear`) and otherwise from the precision of the computation.
+
+Every result carries its own reliability:
+
+- ``floor``: the smallest eigenvalue the computation can tell from zero, and
+  ``relative_error``: the first-order rounding error of ``lambda_min_nonzero`` (hence of κ)
+  that goes with it. Eigenvalues of a formed Gram matrix ``F F^T`` carry absolute errors of
+  about ``floor = lambda_max * eps * dim``, so ``relative_error = floor / lambda_min``. The
+  singular values of the factor ``F`` itself carry absolute errors of about
+  ``eps * max(F.shape) * sigma_max``: their squares resolve eigenvalues down to
+  ``floor = lambda_max * (eps * max(F.shape))^2``, with ``relative_error =
+  2 sqrt(floor / lambda_min)``. That is why the reference and the refinement of a doubtful
+  result work from a factor when it fits in memory;
+- ``resolved``: ``relative_error <= 1 / TOLERANCE`` (κ good to about 1 %). A κ whose smallest
+  eigenvalue sits at the rounding level is noise, even if positive; a non-positive one gives
+  ``kappa = inf``, never a negative κ;
+- ``rank_agrees``: with an analytic rank, whether the eigenvalues above ``TOLERANCE * floor``
+  are exactly that many (None when only one rank is known);
+- ``gap_at_cut``: ``lambda_r / |lambda_{r+1}|``, the smallest kept over the largest dropped
+  eigenvalue (``inf`` when nothing was dropped). A rank cut by tolerance is *clear* when the gap
+  is at least ``TOLERANCE``: otherwise eigenvalues near the floor could be real or noise;
+- ``converged`` and ``residual``: for iterative solvers, whether the extreme Ritz values met
+  their residual tolerance (the largest relative residual ``||G v - theta v|| / |theta|``).
+
+``reliable`` combines them; :meth:`GNSpectrum.flags` names what failed. Tables carry both.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import torch
 
 EPS = float(torch.finfo(torch.float64).eps)
+# Eigenvalues above TOLERANCE * floor count as nonzero; a cut needs a gap of TOLERANCE.
+TOLERANCE = 100.0
 
 
 @dataclass(frozen=True)
 class GNSpectrum:
-    """Extreme nonzero eigenvalues of a GN matrix and how they were obtained.
+    """Extreme nonzero eigenvalues of a GN matrix, how they were obtained, how far they hold.
 
     ``rank_source`` is ``"analytic"`` or ``"tolerance"``; ``dim`` is the size of the square
     matrix (or operator) whose spectrum was computed; ``seconds`` is wall-clock time. With the
@@ -39,27 +63,71 @@ class GNSpectrum:
     seconds: float
     dim: int
     rank_source: str
+    floor: float = 0.0
+    converged: bool = True
+    residual: float = 0.0
+    rank_agrees: bool | None = None
+    from_factor: bool = False
+
+    @property
+    def relative_error(self) -> float:
+        """First-order rounding error of ``lambda_min_nonzero`` relative to itself."""
+        if self.lambda_min_nonzero <= 0:
+            return math.inf
+        ratio = self.floor / self.lambda_min_nonzero
+        return 2 * math.sqrt(ratio) if self.from_factor else ratio
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the smallest kept eigenvalue is known to ``1 / TOLERANCE`` of itself."""
+        return self.relative_error <= 1 / TOLERANCE
+
+    @property
+    def clear_cut(self) -> bool:
+        """Whether the rank cut is unambiguous (always, for an analytic rank that agrees)."""
+        if self.rank_source == "analytic":
+            return self.rank_agrees is not False
+        return self.gap_at_cut >= TOLERANCE
+
+    @property
+    def reliable(self) -> bool:
+        """Whether κ can be trusted: converged, resolved, a clear cut, finite and positive."""
+        return self.converged and self.resolved and self.clear_cut and 0 < self.kappa < math.inf
+
+    def flags(self) -> str:
+        """What makes κ unreliable ('' when it is reliable), e.g. 'below float64 resolution'."""
+        reasons = []
+        if not self.converged:
+            reasons.append(f"solver did not converge (residual {self.residual:.1e})")
+        if not self.resolved:
+            reasons.append("smallest eigenvalue below float64 resolution")
+        if self.rank_source == "analytic" and self.rank_agrees is False:
+            reasons.append("numerical rank differs from the analytic rank")
+        if self.rank_source == "tolerance" and not self.clear_cut:
+            reasons.append(f"ambiguous rank cut (gap {self.gap_at_cut:.3g})")
+        if not self.kappa < math.inf:
+            reasons.append("infinite")
+        return "; ".join(reasons)
 
 
-def default_rtol(dim: int) -> float:
-    """Relative eigenvalue tolerance ``100 * dim * eps`` for a computed ``dim x dim`` Gram matrix.
-
-    Eigenvalues of a formed Gram matrix carry absolute errors of order ``dim * eps * lambda_max``,
-    so zero eigenvalues come out at that level; the factor 100 is a safety margin. Eigenvalues
-    above ``rtol * lambda_max`` count as nonzero.
-    """
-    return 100.0 * dim * EPS
+def gram_floor(lambda_max: float, dim: int) -> float:
+    """Precision of the eigenvalues of a formed ``dim x dim`` Gram matrix."""
+    return abs(lambda_max) * EPS * dim
 
 
-def numerical_rank(eigenvalues: torch.Tensor, rtol: float) -> int:
-    """Number of eigenvalues above ``rtol * max(eigenvalues)``."""
-    top = float(eigenvalues.max())
-    return int((eigenvalues > rtol * top).sum()) if top > 0 else 0
+def factor_floor(lambda_max: float, shape: tuple[int, int]) -> float:
+    """Precision of squared singular values of a factor ``F`` (``G = F F^T``) of ``shape``."""
+    return abs(lambda_max) * (EPS * max(shape)) ** 2
 
 
 def gap_ratio(kept: float, dropped: float) -> float:
     """``kept / |dropped|``, ``inf`` when the dropped eigenvalue is exactly zero."""
     return math.inf if dropped == 0 else kept / abs(dropped)
+
+
+def pseudo_kappa(lambda_max: float, lambda_min: float) -> float:
+    """``lambda_max / lambda_min``, ``inf`` when ``lambda_min <= 0`` (never negative)."""
+    return lambda_max / lambda_min if lambda_min > 0 else math.inf
 
 
 def spectrum_from_eigenvalues(
@@ -68,25 +136,32 @@ def spectrum_from_eigenvalues(
     solver: str,
     seconds: float,
     rank: int | None = None,
-    rtol: float | None = None,
+    floor: float | None = None,
+    from_factor: bool = False,
 ) -> GNSpectrum:
     """Pseudo-condition number from all eigenvalues of a symmetric PSD matrix.
 
-    With ``rank`` given (an analytic rank) the ``rank`` largest eigenvalues are kept; otherwise
-    those above ``rtol * lambda_max`` (``rtol`` defaults to :func:`default_rtol`).
+    ``floor`` is the precision of the eigenvalues (default: :func:`gram_floor`, for a formed
+    Gram matrix; ``from_factor``: they are squared singular values of a factor). With ``rank`` given (an analytic rank) the ``rank`` largest eigenvalues are
+    kept and compared with the tolerance rank; otherwise those above ``TOLERANCE * floor``
+    are kept.
     """
     values = torch.sort(eigenvalues.detach().to(torch.float64).flatten(), descending=True).values
     dim = values.numel()
+    lam_max = float(values[0])
+    floor = gram_floor(lam_max, dim) if floor is None else floor
+    cut = TOLERANCE * floor
+    tolerance_rank = int((values > cut).sum()) if lam_max > 0 else 0
     source = "analytic" if rank is not None else "tolerance"
+    agrees = None if rank is None else rank == tolerance_rank
     if rank is None:
-        rank = numerical_rank(values, default_rtol(dim) if rtol is None else rtol)
+        rank = tolerance_rank
     if not 0 < rank <= dim:
         raise ValueError(f"rank {rank} is not in 1..{dim}: the GN matrix is zero or misshapen")
-    lam_max = float(values[0])
     lam_min = float(values[rank - 1])
     gap = math.inf if rank == dim else gap_ratio(lam_min, float(values[rank]))
     return GNSpectrum(
-        kappa=lam_max / lam_min,
+        kappa=pseudo_kappa(lam_max, lam_min),
         lambda_max=lam_max,
         lambda_min_nonzero=lam_min,
         rank=rank,
@@ -95,4 +170,27 @@ def spectrum_from_eigenvalues(
         seconds=seconds,
         dim=dim,
         rank_source=source,
+        floor=floor,
+        rank_agrees=agrees,
+        from_factor=from_factor,
+    )
+
+
+def spectrum_from_factor(
+    factor: torch.Tensor, *, solver: str, seconds_from: float, rank: int | None = None
+) -> GNSpectrum:
+    """The spectrum of ``factor @ factor.T`` from the singular values of ``factor``.
+
+    ``seconds_from`` is the ``time.perf_counter()`` at which the computation started.
+    """
+    singular = torch.linalg.svdvals(factor)
+    eigenvalues = singular**2
+    floor = factor_floor(float(eigenvalues.max()), tuple(factor.shape))
+    return spectrum_from_eigenvalues(
+        eigenvalues,
+        solver=solver,
+        seconds=time.perf_counter() - seconds_from,
+        rank=rank,
+        floor=floor,
+        from_factor=True,
     )

@@ -87,7 +87,14 @@ def exp7_rows(
             }
             if diverged:
                 rows += [
-                    {**base, "bound": bound, "kappa": math.nan, "tightness": math.nan}
+                    {
+                        **base,
+                        "bound": bound,
+                        "kappa": math.nan,
+                        "tightness": math.nan,
+                        "reliable": False,
+                        "reliability": "diverged",
+                    }
                     for bound in exp7_bound_names(model, len(layers))
                 ]
                 continue
@@ -138,9 +145,10 @@ def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
 
     ``kappa_*`` and ``tightness_*`` are :func:`matcond.stats.summarise` of the exact κ and of
     bound / exact over the trials that did not diverge (``n``; ``n_diverged`` left out;
-    ``n_nonfinite``: an infinite bound, left out); ``tightness_min`` / ``_max`` over the finite
-    ones; ``bound_median`` the median bound; ``solver`` the solvers used; ``seconds_mean`` the
-    mean time of the exact κ.
+    ``n_nonfinite``: an infinite bound, left out; ``n_unreliable``: trials whose exact κ is
+    flagged, see :class:`matcond.gauss_newton.GNSpectrum`); ``tightness_min`` / ``_max`` over
+    the finite ones; ``bound_median`` the median bound; ``solver`` the solvers used;
+    ``seconds_mean`` the mean time of the exact κ.
     """
     out = []
     for values, group in rows.groupby(EXP7_KEYS, sort=True):
@@ -160,6 +168,7 @@ def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
                 "n": kappa["n"],
                 "n_diverged": kappa["n_diverged"],
                 "n_nonfinite": tight["n_nonfinite"],
+                "n_unreliable": int((~kept["reliable"].astype(bool)).sum()),
                 "solver": ",".join(sorted(kept["solver"].astype(str).unique())),
                 "seconds_mean": float(kept["seconds"].mean()) if len(kept) else math.nan,
             }

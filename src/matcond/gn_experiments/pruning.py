@@ -4,6 +4,7 @@ remaining weights and its training loss (package docstring: ``fig1_pruning``).""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 
@@ -13,8 +14,7 @@ import torch
 from torch import nn
 
 from matcond.gauss_newton.reference import network_jacobian
-from matcond.gauss_newton.solvers import dense_eigenvalues
-from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_eigenvalues
+from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_factor
 from matcond.gn_experiments.data import DIGITS_CLASSES, Settings, make_inputs, seed_list
 from matcond.gn_experiments.networks import INITS
 from matcond.gn_experiments.records import spectrum_columns
@@ -59,12 +59,8 @@ def masked_gn_spectrum(model: MaskedMLP, x: np.ndarray) -> GNSpectrum:
     start = time.perf_counter()
     jac = network_jacobian(model, x)
     keep = torch.cat([m.flatten().bool() for m in model.masks])
-    jac = jac[:, keep]
-    gram = jac.T @ jac if jac.shape[1] <= jac.shape[0] else jac @ jac.T
-    return spectrum_from_eigenvalues(
-        dense_eigenvalues(gram / x.shape[0]),
-        solver="reference_jacobian",
-        seconds=time.perf_counter() - start,
+    return spectrum_from_factor(
+        jac[:, keep] / math.sqrt(x.shape[0]), solver="reference_jacobian", seconds_from=start
     )
 
 

@@ -20,16 +20,29 @@ from matcond.gauss_newton.linear import linear_gn_spectrum
 from matcond.gauss_newton.residual import residual_gn_spectrum
 from matcond.gauss_newton.spectrum import GNSpectrum
 
-EXACT_COLUMNS = ["kappa", "rank", "rank_source", "gap_at_cut", "solver", "seconds"]
+EXACT_COLUMNS = [
+    "kappa",
+    "rank",
+    "rank_source",
+    "gap_at_cut",
+    "relative_error",
+    "reliable",
+    "reliability",
+    "solver",
+    "seconds",
+]
 
 
 def spectrum_columns(spectrum: GNSpectrum) -> dict[str, Any]:
-    """The exact result's columns."""
+    """The exact result's columns; ``reliability`` names what makes κ doubtful ('' if nothing)."""
     return {
         "kappa": spectrum.kappa,
         "rank": spectrum.rank,
         "rank_source": spectrum.rank_source,
         "gap_at_cut": spectrum.gap_at_cut,
+        "relative_error": spectrum.relative_error,
+        "reliable": spectrum.reliable,
+        "reliability": spectrum.flags(),
         "solver": spectrum.solver,
         "seconds": spectrum.seconds,
     }
