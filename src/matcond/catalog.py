@@ -205,6 +205,7 @@ GN_CATEGORY = "Gauss-Newton conditioning"
 
 
 def _gn(part: str, caption: str) -> Figure:
+    """A GN figure drawn from the table of GN part ``part`` (a sweep, or exp7)."""
     return Figure(
         (),
         GN_CATEGORY,
@@ -269,5 +270,64 @@ FIGURES |= {
         "GN paper Fig. 23: one-hidden-layer leaky-ReLU net at Kaiming init, GN condition "
         "number vs the negative slope alpha (0: ReLU, 1: linear) per width, with Lemma 4 "
         "(dashed).",
+    ),
+}
+FIGURES |= {
+    "gn_fig20_residual_beta": _gn(
+        "fig5_residual",
+        "GN paper Fig. 20 on whitened digits (for whitened MNIST): GN condition number of "
+        "linear residual nets (W_l + beta I) at Kaiming init vs depth, one panel per beta rule, "
+        "with Eq. 7 (dashed) and the plain linear net (grey) on the same weights.",
+    ),
+    "gn_fig21_residual_vs_linear": _gn(
+        "fig5_residual",
+        "GN paper Fig. 21: residual vs linear net, paired by seed (the same weights with and "
+        "without the skip connections): the ratio kappa(residual) / kappa(linear) vs depth per "
+        "beta rule, on whitened digits and on whitened N(0, I) samples (for the paper's "
+        "CIFAR-10); below 1 the skip connections improve conditioning.",
+    ),
+    "gn_fig22_residual_beta_gaussian": _gn(
+        "fig5_residual",
+        "GN paper Fig. 22 on whitened N(0, I) samples of the digits' shape (for whitened "
+        "CIFAR-10, which cannot be downloaded here): as Fig. 20, one panel per beta rule, with "
+        "Eq. 7 (dashed) and the plain linear net (grey).",
+    ),
+}
+FIGURES |= {
+    "gn_fig10_linear_training": _gn(
+        "fig10_linear_training",
+        "GN paper Fig. 10 (appendix D): a deep linear net trained by SGD on whitened digits "
+        "(the paper: 3 layers, m = 500, 5000 epochs on whitened 8x8 CIFAR-10, n = 1000; here "
+        "the width and epochs of the config, d = 61). Left: training loss; right: exact GN "
+        "condition number on all training rows and Lemma 2's convex form (dashed), at the "
+        "recorded epochs. Medians with bootstrap bands (the paper: mean and one std).",
+    ),
+    "gn_fig11_partial_products": _gn(
+        "fig10_linear_training",
+        "GN paper Fig. 11 (appendix E): for the deepest net of Fig. 10, the squared condition "
+        "number and the smallest squared singular value of the partial products W^{l-1:1} "
+        "(left) and W^{L:l+1} (right) per layer l during training (an empty product is the "
+        "identity). The paper's setting: downsampled MNIST, d = 196.",
+    ),
+    "gn_fig12_self_balancing": _gn(
+        "fig10_linear_training",
+        "GN paper Fig. 12 (appendix E): Lemma 2's per-layer terms "
+        "kappa^2(W^{L:l+1}) kappa^2(W^{l-1:1}) without (left) and with (right) their weights "
+        "gamma_l, for the deepest net of Fig. 10 during training: the weights damp the layers "
+        "whose terms are large ('self-balancing').",
+    ),
+    "gn_fig18_relu_training": _gn(
+        "fig18_relu_training",
+        "GN paper Fig. 18 (appendix I.2): one-hidden-layer ReLU nets of several widths trained "
+        "by SGD on raw digits (the paper: n = 1000 of MNIST, learning rates 0.3 for m = 15, 20 "
+        "and 0.5 otherwise, Xavier normal init), training loss (left) and the GN condition "
+        "number on the first training rows (right) at the recorded epochs.",
+    ),
+    "gn_fig9_spectrum": _gn(
+        "fig18_relu_training",
+        "GN paper Fig. 9 (appendix C): the whole GN spectrum (descending) of one net of Fig. 18 "
+        "at init and after training, with the star at the numerical rank that defines the "
+        "smallest nonzero eigenvalue (left), and the condition number lambda_1 / lambda_r as "
+        "a function of the rank r chosen (right).",
     ),
 }

@@ -82,7 +82,26 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
     raise_first_error(_FillingValidator(schema), filled)
+    _check_gn_training(filled)
     return filled
+
+
+def _check_gn_training(config: dict[str, Any]) -> None:
+    """The constraints of ``fig18_relu_training`` that the schema cannot say."""
+    sweeps = config.get("gauss_newton", {}).get("sweeps", {})
+    relu = sweeps.get("fig18_relu_training")
+    if relu is None:
+        return
+    key = "config key gauss_newton.sweeps.fig18_relu_training"
+    if len(relu["lrs"]) != len(relu["widths"]):
+        raise ConfigError(
+            f"{key}.lrs: {len(relu['lrs'])} learning rates for {len(relu['widths'])} widths "
+            "(one per width, in the order of `widths`)"
+        )
+    if relu["spectrum_width"] not in relu["widths"]:
+        raise ConfigError(
+            f"{key}.spectrum_width: {relu['spectrum_width']} is not one of widths {relu['widths']}"
+        )
 
 
 def check_results_dir(path: str | Path, min_free_mb: int = 200) -> None:

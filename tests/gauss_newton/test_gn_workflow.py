@@ -18,6 +18,7 @@ import torch
 import yaml
 from gn_cases import assert_bound_holds, rel
 
+from matcond.catalog import FIGURES as CATALOG
 from matcond.config import validate_config
 from matcond.figures import FIGURES
 from matcond.gauss_newton import (
@@ -29,13 +30,9 @@ from matcond.gauss_newton import (
 from matcond.gn_experiments.data import digits_data, make_inputs, whiten
 from matcond.gn_experiments.exp7 import EXP7_MODELS, EXP7_ROW_COLUMNS, exp7_rows, exp7_table
 from matcond.gn_experiments.networks import kaiming_normal, one_hidden_linear
-from matcond.gn_experiments.pruning import (
-    MaskedMLP,
-    magnitude_mask,
-    masked_gn_spectrum,
-    train_losses,
-)
+from matcond.gn_experiments.pruning import magnitude_mask, masked_gn_spectrum
 from matcond.gn_experiments.records import leaky_record
+from matcond.gn_experiments.sgd import MLP, recorded_epochs, sgd_train
 from matcond.gn_experiments.sweeps import (
     SWEEP_COLUMNS,
     SWEEPS,
@@ -149,6 +146,7 @@ def test_sweep_tables_have_their_columns_and_bounds_hold(name, gn_config):
     table = run_sweep(name, gn_config["sweeps"][name], gn_config["data"])
     assert list(table.columns) == SWEEP_COLUMNS[name]
     assert len(table) > 0 and table["kappa"].notna().all()
+    assert table["reliable"].all(), table.loc[~table["reliable"], "reliability"].unique()
     assert (table["kappa"] >= 1 - 1e-12).all()
     assert_bounds_hold(table)
     assert FIGURES[f"gn_{name}"]  # every sweep has a figure
@@ -229,14 +227,38 @@ def test_pruning_masks_training_and_gn():
     x, labels = digits_data(60)
     weights = kaiming_normal([61, 12, 10], seed=0)
     masks = [magnitude_mask(w, 0.6) for w in weights]
-    model = MaskedMLP(weights, masks)
+    model = MLP(weights, alpha=0.0, masks=masks)
     spectrum = masked_gn_spectrum(model, x[:8])
     kept = sum(int(m.sum()) for m in masks)
     assert spectrum.rank <= min(kept, 8 * 10)
-    losses = train_losses(model, x, labels, {"lr": 0.1, "epochs": 3, "batch_size": 16}, seed=0)
-    assert len(losses) == 4 and losses[-1] < losses[0]
+    losses: dict[int, float] = {}
+    settings = {"lr": 0.1, "epochs": 3, "batch_size": 16}
+    sgd_train(model, x, labels, settings, 0, losses.__setitem__)
+    assert list(losses) == [0, 1, 2, 3] and losses[3] < losses[0]
     for param, mask in zip(model.weights, masks, strict=True):
         assert (param.detach()[~mask] == 0).all()
+
+
+def test_a_dead_relu_net_is_recorded_as_such(gn_config):
+    settings = {**gn_config["sweeps"]["fig18_relu_training"], "widths": [3], "lrs": [50.0]}
+    table = run_sweep("fig18_relu_training", {**settings, "spectrum_width": 3}, gn_config["data"])
+    dead = table[table["solver"] == "none"]
+    assert len(dead), "a learning rate of 50 kills every hidden unit of a width-3 ReLU net"
+    assert dead["kappa"].isna().all() and not dead["reliable"].any()
+    assert (dead["reliability"].str.contains("dead")).all()
+    alive = table[table["solver"] != "none"]
+    assert alive["kappa"].notna().all()
+
+
+def test_recorded_epochs_and_the_mlp_s_activations():
+    assert recorded_epochs(10, 4) == [0, 4, 8, 10] and recorded_epochs(3, 1) == [0, 1, 2, 3]
+    weights = kaiming_normal([3, 4, 2], seed=1)
+    x = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    v, w = weights
+    for alpha in (0.0, 0.3, 1.0):
+        hidden = x @ v.T
+        expected = torch.where(hidden > 0, hidden, alpha * hidden) @ w.T
+        torch.testing.assert_close(MLP(weights, alpha=alpha)(x), expected)
 
 
 # ----------------------------------------------------------------------------------- exp7
@@ -323,13 +345,11 @@ def snakemake(workdir: Path, *args: str, config: Path = TEST_CONFIG) -> str:
 
 
 def gn_targets(config: dict) -> list[str]:
-    names = ["exp7", *config["sweeps"]]
-    return [
-        f"results/{kind}/gn_{name}.{ext}"
-        for name in names
-        for kind, exts in (("tables", ("parquet", "csv")), ("figures", ("png", "pdf")))
-        for ext in exts
-    ]
+    """Every GN table, and every figure of the catalog drawn from them."""
+    parts = {"exp7", *config["sweeps"]}
+    figures = [n for n, f in CATALOG.items() if f.gauss_newton and set(f.gauss_newton) <= parts]
+    tables = [f"results/tables/gn_{part}.{ext}" for part in parts for ext in ("parquet", "csv")]
+    return tables + [f"results/figures/{n}.{ext}" for n in figures for ext in ("png", "pdf")]
 
 
 def test_end_to_end_on_the_test_config(tmp_path, gn_config):

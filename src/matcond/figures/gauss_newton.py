@@ -156,7 +156,7 @@ def gn_fig5_residual(tables: Tables, png: str, pdf: str) -> None:
     table = tables["gn_fig5_residual"]
     groups = _inputs(table)
     fig, axes = figure(2, width=5.5, nrows=len(groups), height=4.2)
-    labels = {"0": "linear (β = 0)", "1": "β = 1", "1/sqrt(L)": "β = 1/√L", "1/L": "β = 1/L"}
+    labels = BETA_LABELS
     for (left, right), (_, rows) in zip(axes, groups, strict=True):
         rules = [r for r in labels if r in set(rows["beta_rule"])]
         palette = dict(zip(rules, sns.color_palette("tab10", len(rules)), strict=True))
@@ -175,6 +175,74 @@ def gn_fig5_residual(tables: Tables, png: str, pdf: str) -> None:
             ax.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
             ax.legend(fontsize=8)
     fig.suptitle(f"Residual connections (W_l + β I) ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
+
+
+BETA_LABELS = {"0": "linear (β = 0)", "1": "β = 1", "1/sqrt(L)": "β = 1/√L", "1/L": "β = 1/L"}
+
+
+def _residual_by_beta(table: pd.DataFrame, dataset: str, png: str, pdf: str) -> None:
+    """κ and Eq. 7 per β rule vs depth (one panel each), the linear net in grey, on one data
+    set's whitened inputs (raw ones if the sweep has no whitened inputs)."""
+    rows = table[table["dataset"] == dataset]
+    if rows["whitened"].any():
+        rows = rows[rows["whitened"]]
+    rules = [r for r in BETA_LABELS if r in set(rows["beta_rule"]) and r != "0"]
+    fig, axes = figure(len(rules), width=4.2, height=4.0)
+    linear = rows[rows["beta_rule"] == "0"]
+    for ax, rule, color in zip(axes[0], rules, sns.color_palette("tab10"), strict=False):
+        cell = rows[rows["beta_rule"] == rule]
+        median_line(ax, linear, "depth", "kappa", "grey", BETA_LABELS["0"], marker=".", ms=3)
+        median_line(ax, cell, "depth", "kappa", color, f"κ, {BETA_LABELS[rule]}", marker="o", ms=3)
+        median_line(ax, cell, "depth", "bound_convex", color, "Eq. 7", band=False, ls="--")
+        ax.set_yscale("log")
+        ax.set_xlabel("depth L")
+        ax.set_ylabel("GN κ (solid), Eq. 7 bound (dashed)")
+        ax.set_title(BETA_LABELS[rule])
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        f"Residual nets per β, m = {rows['width'].iloc[0]}, {_data_label(rows)} "
+        f"({_seeds(rows)}, {SEEDS})",
+        fontsize=10,
+    )
+    save(fig, png, pdf)
+
+
+def gn_fig20_residual_beta(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 20: residual nets per β with Eq. 7, on the digits (for MNIST)."""
+    _residual_by_beta(tables["gn_fig5_residual"], "digits", png, pdf)
+
+
+def gn_fig22_residual_beta_gaussian(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 22: residual nets per β with Eq. 7, on Gaussian samples (for CIFAR-10)."""
+    _residual_by_beta(tables["gn_fig5_residual"], "gaussian", png, pdf)
+
+
+def gn_fig21_residual_vs_linear(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 21: κ(residual) / κ(linear) on the same weights vs depth, per β and data set."""
+    table = tables["gn_fig5_residual"]
+    keys = ["dataset", "whitened", "depth", "seed"]
+    linear = table[table["beta_rule"] == "0"].set_index(keys)["kappa"]
+    groups = _inputs(table)
+    fig, axes = figure(len(groups), width=5.5, height=4.2)
+    for ax, (_, rows) in zip(axes[0], groups, strict=True):
+        residual = rows[rows["beta_rule"] != "0"]
+        ratio = (
+            residual["kappa"].to_numpy()
+            / linear.loc[pd.MultiIndex.from_frame(residual[keys])].to_numpy()
+        )
+        paired = residual.assign(ratio=ratio)
+        rules = [r for r in BETA_LABELS if r in set(paired["beta_rule"])]
+        for rule, color in zip(rules, sns.color_palette("tab10"), strict=False):
+            cell = paired[paired["beta_rule"] == rule]
+            median_line(ax, cell, "depth", "ratio", color, BETA_LABELS[rule], marker="o", ms=3)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_yscale("log")
+        ax.set_xlabel("depth L")
+        ax.set_ylabel("κ(residual) / κ(linear), same weights")
+        ax.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Residual vs linear, paired by seed ({_seeds(table)}, {SEEDS})")
     save(fig, png, pdf)
 
 
@@ -299,6 +367,157 @@ def gn_fig1_pruning(tables: Tables, png: str, pdf: str) -> None:
     fig.suptitle(
         f"Magnitude pruning at init, ReLU MLP {first['hidden']} on {_data_label(table)}, "
         f"κ on {first['gn_samples']} rows ({_seeds(table)}, {SEEDS})",
+        fontsize=10,
+    )
+    save(fig, png, pdf)
+
+
+def _per_layer(rows: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Long form of a JSON per-layer column: one row per (row, layer l = 1..L), ``value``."""
+    out = rows.drop(columns=column).assign(
+        value=[_json_list(v) for v in rows[column]],
+        layer=[list(range(1, len(json.loads(v)) + 1)) for v in rows[column]],
+    )
+    return out.explode(["value", "layer"]).astype({"value": float, "layer": int})
+
+
+def _training_title(rows: pd.DataFrame, what: str) -> str:
+    first = rows.iloc[0]
+    return (
+        f"{what} on {_data_label(rows)}: SGD lr {first['lr']:g}, batch {first['batch_size']}, "
+        f"{first['init']} init ({_seeds(rows)}, {SEEDS})"
+    )
+
+
+def gn_fig10_linear_training(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 10: training loss (left) and GN κ with Lemma 2 (right) during training, per depth."""
+    table = tables["gn_fig10_linear_training"]
+    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
+    depths = sorted(table["depth"].unique())
+    for depth, color in zip(depths, sns.color_palette("tab10"), strict=False):
+        rows = table[table["depth"] == depth]
+        label = f"L = {depth}, m = {rows['width'].iloc[0]}"
+        median_line(left, rows, "epoch", "train_loss", color, label)
+        median_line(right, rows, "epoch", "kappa", color, f"κ, {label}", marker="o", ms=3)
+        median_line(right, rows, "epoch", "bound_convex", color, "Lemma 2", band=False, ls="--")
+    left.set_yscale("log")
+    left.set_xlabel("epoch")
+    left.set_ylabel("training loss (MSE to one-hot)")
+    left.legend(fontsize=8)
+    right.set_yscale("log")
+    right.set_xlabel("epoch")
+    right.set_ylabel("GN κ (solid), Lemma 2 convex form (dashed)")
+    right.legend(fontsize=8)
+    fig.suptitle(_training_title(table, "Deep linear net"), fontsize=10)
+    save(fig, png, pdf)
+
+
+def gn_fig11_partial_products(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 11: κ² and σ_min² of W^{l-1:1} and W^{L:l+1} per layer during training."""
+    table = tables["gn_fig10_linear_training"]
+    rows = table[table["depth"] == table["depth"].max()]
+    panels = [
+        ("kappa_sq_inner_per_layer", r"$\kappa^2(W^{l-1:1})$"),
+        ("kappa_sq_outer_per_layer", r"$\kappa^2(W^{L:l+1})$"),
+        ("lambda_min_inner_per_layer", r"$\sigma^2_{\min}(W^{l-1:1})$"),
+        ("lambda_min_outer_per_layer", r"$\sigma^2_{\min}(W^{L:l+1})$"),
+    ]
+    fig, axes = figure(2, width=5.0, nrows=2, height=3.6)
+    for ax, (column, label) in zip(axes.flatten(), panels, strict=True):
+        long = _per_layer(rows[["epoch", "seed", column]], column)
+        for layer, color in zip(
+            sorted(long["layer"].unique()), sns.color_palette("tab10"), strict=False
+        ):
+            median_line(ax, long[long["layer"] == layer], "epoch", "value", color, f"l = {layer}")
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle(
+        _training_title(rows, f"Partial products of the depth-{rows['depth'].iloc[0]} linear net"),
+        fontsize=10,
+    )
+    save(fig, png, pdf)
+
+
+def gn_fig12_self_balancing(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 12: Lemma 2's per-layer terms without (left) and with (right) their weights γ_l."""
+    table = tables["gn_fig10_linear_training"]
+    rows = table[table["depth"] == table["depth"].max()]
+    terms = _per_layer(rows[["epoch", "seed", "term_per_layer"]], "term_per_layer")
+    gammas = _per_layer(rows[["epoch", "seed", "gamma_per_layer"]], "gamma_per_layer")
+    weighted = terms.assign(value=terms["value"].to_numpy() * gammas["value"].to_numpy())
+    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
+    for ax, long, label in (
+        (left, terms, r"$\kappa^2(W^{L:l+1})\,\kappa^2(W^{l-1:1})$"),
+        (right, weighted, r"$\gamma_l\,\kappa^2(W^{L:l+1})\,\kappa^2(W^{l-1:1})$"),
+    ):
+        for layer, color in zip(
+            sorted(long["layer"].unique()), sns.color_palette("tab10"), strict=False
+        ):
+            median_line(ax, long[long["layer"] == layer], "epoch", "value", color, f"l = {layer}")
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        _training_title(rows, f"Lemma 2's terms, depth-{rows['depth'].iloc[0]} linear net"),
+        fontsize=10,
+    )
+    save(fig, png, pdf)
+
+
+def gn_fig18_relu_training(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 18: training loss (left) and GN κ (right) of one-hidden-layer ReLU nets per width."""
+    table = tables["gn_fig18_relu_training"]
+    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
+    widths = sorted(table["width"].unique())
+    for width, color in zip(widths, sns.color_palette("viridis", len(widths)), strict=True):
+        rows = table[table["width"] == width]
+        label = f"m = {width} (lr {rows['lr'].iloc[0]:g})"
+        median_line(left, rows, "epoch", "train_loss", color, label)
+        median_line(right, rows, "epoch", "kappa", color, label, marker="o", ms=3)
+    left.set_yscale("log")
+    left.set_xlabel("epoch")
+    left.set_ylabel("training loss (MSE to one-hot)")
+    left.legend(fontsize=8)
+    right.set_yscale("log")
+    right.set_xlabel("epoch")
+    right.set_ylabel(f"GN κ on {table['gn_samples'].iloc[0]} training rows")
+    right.legend(fontsize=8)
+    first = table.iloc[0]
+    title = (
+        f"One-hidden-layer ReLU nets on {_data_label(table)}: SGD, batch {first['batch_size']}, "
+        f"{first['init']} init ({_seeds(table)}, {SEEDS})"
+    )
+    fig.suptitle(title, fontsize=10)
+    save(fig, png, pdf)
+
+
+def gn_fig9_spectrum(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 9: the GN spectrum at init and after training with the rank cut (star), and the
+    condition number λ_1 / λ_r as a function of the rank r chosen."""
+    table = tables["gn_fig18_relu_training"]
+    rows = table[table["eigenvalues"] != ""].sort_values("epoch")
+    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
+    for (_, row), color in zip(rows.iterrows(), ("C0", "C3"), strict=False):
+        values = np.array(_json_list(row["eigenvalues"]))
+        positive = values[values > 0]
+        order = np.arange(1, positive.size + 1)
+        label = f"epoch {row['epoch']}"
+        left.plot(order, positive, color=color, label=label)
+        left.plot(row["rank"], positive[row["rank"] - 1], "*", color=color, ms=12)
+        right.plot(order, positive[0] / positive, color=color, label=label)
+        right.plot(row["rank"], row["kappa"], "*", color=color, ms=12)
+    for ax, ylabel in ((left, "eigenvalue λ_r"), (right, "κ(r) = λ_1 / λ_r")):
+        ax.set_yscale("log")
+        ax.set_xlabel("index r (descending)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8, title="★ numerical rank", title_fontsize=8)
+    first = rows.iloc[0]
+    fig.suptitle(
+        f"GN spectrum of a one-hidden-layer ReLU net, m = {first['width']}, seed {first['seed']}, "
+        f"on {first['gn_samples']} rows of {_data_label(table)}",
         fontsize=10,
     )
     save(fig, png, pdf)

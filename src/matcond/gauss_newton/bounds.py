@@ -139,6 +139,8 @@ def _deep_bound(
             "gamma": gammas,
             "kappa_sq_outer": tuple(kappa_out),
             "kappa_sq_inner": tuple(kappa_in),
+            "lambda_min_outer": tuple(out_min),
+            "lambda_min_inner": tuple(in_min),
             "term": tuple(terms),
         },
     )
@@ -155,7 +157,8 @@ def lemma2_bound(
 
     Components per layer ``l = 1..L``: ``alpha``, ``gamma``, ``kappa_sq_outer``
     (``kappa^2(W^{L:l+1})``), ``kappa_sq_inner`` (``kappa^2(W^{l-1:1})``), ``term`` (their
-    product), and ``kappa_sigma``.
+    product), ``lambda_min_outer`` / ``lambda_min_inner`` (``sigma_min^2`` of the two partial
+    products, 0 when rank deficient), and ``kappa_sigma``.
     """
     device = device_of(weights, x, sigma)
     mats = as_float64_list(weights, device)

@@ -105,6 +105,16 @@ def leaky_relu_jacobian(weights: Sequence[ArrayLike], x: ArrayLike, alpha: float
     return torch.cat([jac_v, jac_w], dim=1)
 
 
+def leaky_relu_gn_eigenvalues(
+    weights: Sequence[ArrayLike], x: ArrayLike, alpha: float
+) -> tuple[torch.Tensor, LeakyForm]:
+    """All eigenvalues (ascending) of the smaller of the ``nk`` and ``p`` forms, and which."""
+    n, d = torch.as_tensor(x).shape
+    k, m = torch.as_tensor(weights[1]).shape
+    form: LeakyForm = "nk" if n * k <= m * (d + k) else "p"
+    return dense_eigenvalues(leaky_relu_gn_matrix(weights, x, alpha, form=form)), form
+
+
 def leaky_relu_gn_spectrum(
     weights: Sequence[ArrayLike],
     x: ArrayLike,
@@ -118,10 +128,9 @@ def leaky_relu_gn_spectrum(
     start = time.perf_counter()
     n, d = torch.as_tensor(x).shape
     k, m = torch.as_tensor(weights[1]).shape
-    form: LeakyForm = "nk" if n * k <= m * (d + k) else "p"
-    matrix = leaky_relu_gn_matrix(weights, x, alpha, form=form)
+    eigenvalues, form = leaky_relu_gn_eigenvalues(weights, x, alpha)
     result = spectrum_from_eigenvalues(
-        dense_eigenvalues(matrix),
+        eigenvalues,
         solver=f"dense_{form}",
         seconds=time.perf_counter() - start,
         rank=rank,

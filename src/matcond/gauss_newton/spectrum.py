@@ -142,9 +142,9 @@ def spectrum_from_eigenvalues(
     """Pseudo-condition number from all eigenvalues of a symmetric PSD matrix.
 
     ``floor`` is the precision of the eigenvalues (default: :func:`gram_floor`, for a formed
-    Gram matrix; ``from_factor``: they are squared singular values of a factor). With ``rank`` given (an analytic rank) the ``rank`` largest eigenvalues are
-    kept and compared with the tolerance rank; otherwise those above ``TOLERANCE * floor``
-    are kept.
+    Gram matrix; ``from_factor``: they are squared singular values of a factor). With ``rank``
+    given (an analytic rank) the ``rank`` largest eigenvalues are kept and compared with the
+    tolerance rank; otherwise those above ``TOLERANCE * floor`` are kept.
     """
     values = torch.sort(eigenvalues.detach().to(torch.float64).flatten(), descending=True).values
     dim = values.numel()

@@ -4,7 +4,8 @@ Everything here turns settings (the ``gauss_newton`` block of the config) into t
 mathematics is the library's (:mod:`matcond.gauss_newton`), which imports nothing from here.
 Modules: ``data`` (digits, Gaussian samples, whitening), ``networks`` (inits, the BatchNorm
 net), ``records`` (table columns of one network), ``sweeps`` (one function per figure,
-``run_sweep``), ``pruning`` (the pruned MLP and its trainer), ``exp7`` (bounds on trained
+``run_sweep``), ``sgd`` (the bias-free MLP and plain SGD with recorded epochs), ``pruning``
+(magnitude pruning), ``during_training`` (the sweeps that train), ``exp7`` (bounds on trained
 weights). Every κ is the pseudo-condition
 number of ``G_O = (1/n) sum_i J_i^T J_i`` (MSE loss) in float64; every bound is reported beside
 the exact value it bounds, with ``tightness = bound / exact`` (>= 1).
@@ -31,7 +32,8 @@ Sweeps (``run_sweep``; one table per figure, columns in ``SWEEP_COLUMNS``, one r
 unless said otherwise; every table has ``sweep, dataset, whitened, n_samples, d, k, seed`` and
 the exact ``kappa``, ``rank``, ``rank_source`` (``analytic`` for linear and residual nets,
 ``tolerance`` where no formula is known: leaky ReLU, BatchNorm, pruned MLP), ``gap_at_cut``
-(smallest kept over largest dropped eigenvalue), ``solver``, ``seconds``)
+(smallest kept over largest dropped eigenvalue), ``relative_error``, ``reliable`` and
+``reliability`` (:class:`matcond.gauss_newton.GNSpectrum`), ``solver``, ``seconds``)
     ``fig2_depth`` (:func:`depth_sweep`): deep linear nets of depth ``L`` (``L - 1`` hidden layers)
     with ``width_rule`` ``fixed`` (``width = width_param``) or ``proportional``
     (``width = width_param * L``); ``bound_convex`` / ``bound_max`` (Lemma 2),
@@ -61,6 +63,22 @@ the exact ``kappa``, ``rank``, ``rank_source`` (``analytic`` for linear and resi
     summed over outputs, mean over the batch; mini-batches of the shuffled training set per epoch).
     One row per (prune rate, seed, epoch) with ``train_loss`` on the whole training set; the κ
     columns repeat along the epochs.
+
+During training (:mod:`during_training`; digits with labels, SGD as ``fig1_pruning``, one row
+per recorded epoch: 0, every ``record_every``-th and the last, with ``train_loss`` on all
+training rows)
+    ``fig10_linear_training`` (:func:`linear_training_sweep`): deep linear nets (one per depth
+    and seed, ``init`` Kaiming normal by default), the exact κ on all training rows, Lemma 2
+    (``bound_convex`` / ``bound_max``, tightness) and its per-layer components as JSON lists
+    (``PER_LAYER_COLUMNS``: ``term``, ``gamma``, ``kappa_sq_outer`` = κ²(W^{L:l+1}),
+    ``kappa_sq_inner`` = κ²(W^{l-1:1}), ``lambda_min_outer`` / ``lambda_min_inner`` = their
+    σ²_min; the empty product is the identity).
+    ``fig18_relu_training`` (:func:`relu_training_sweep`): one-hidden-layer ReLU nets per width
+    with its own learning rate (``lrs``; Xavier normal by default), the GN κ on the first
+    ``gn_samples`` training rows (tolerance rank), and ``eigenvalues`` (JSON, descending, every
+    eigenvalue of the smaller GN form) at init and at the end for ``spectrum_width`` and the
+    first seed (empty elsewhere). A net whose hidden units are all inactive on the GN rows has a
+    zero GN matrix: ``kappa`` NaN, ``reliable`` false, ``solver`` ``none``.
 
 exp7 (:func:`exp7_rows`, :func:`exp7_table`)
     For a deep linear trial (depth ``L``) or the ReLU MLP (= leaky ReLU with ``alpha = 0``), at

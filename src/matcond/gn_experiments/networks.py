@@ -40,7 +40,23 @@ def torch_default(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
     return weights
 
 
-INITS = {"kaiming_normal": kaiming_normal, "torch_default": torch_default}
+def xavier_normal(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
+    """``[W_1, ..., W_L]`` drawn by PyTorch's ``xavier_normal_`` (``std = sqrt(2 / (fan_in +
+    fan_out))``), as the GN paper's appendix I.2 did."""
+    generator = torch.Generator().manual_seed(seed)
+    weights = []
+    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
+        weight = torch.empty(fan_out, fan_in, dtype=torch.float64)
+        nn.init.xavier_normal_(weight, generator=generator)
+        weights.append(weight)
+    return weights
+
+
+INITS = {
+    "kaiming_normal": kaiming_normal,
+    "torch_default": torch_default,
+    "xavier_normal": xavier_normal,
+}
 
 
 def one_hidden_linear(

@@ -6,43 +6,17 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from matcond.gauss_newton.reference import network_jacobian
 from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_factor
-from matcond.gn_experiments.data import DIGITS_CLASSES, Settings, make_inputs, seed_list
+from matcond.gn_experiments.data import Settings, make_inputs, seed_list
 from matcond.gn_experiments.networks import INITS
 from matcond.gn_experiments.records import spectrum_columns
-
-
-class MaskedMLP(nn.Module):
-    """Bias-free ReLU MLP ``W_L relu(... relu(W_1 x))`` with fixed 0/1 masks on its weights."""
-
-    def __init__(self, weights: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]) -> None:
-        super().__init__()
-        self.weights = nn.ParameterList(
-            [nn.Parameter((w * m).clone()) for w, m in zip(weights, masks, strict=True)]
-        )
-        self.masks = [m.to(torch.float64) for m in masks]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Apply the net to the rows of ``x``."""
-        for index, weight in enumerate(self.weights):
-            x = x @ weight.T
-            if index < len(self.weights) - 1:
-                x = torch.relu(x)
-        return x
-
-    def apply_masks(self) -> None:
-        """Set the pruned weights back to 0."""
-        with torch.no_grad():
-            for weight, mask in zip(self.weights, self.masks, strict=True):
-                weight.mul_(mask)
+from matcond.gn_experiments.sgd import MLP, sgd_train
 
 
 def magnitude_mask(weight: torch.Tensor, rate: float) -> torch.Tensor:
@@ -54,7 +28,7 @@ def magnitude_mask(weight: torch.Tensor, rate: float) -> torch.Tensor:
     return mask.reshape(weight.shape)
 
 
-def masked_gn_spectrum(model: MaskedMLP, x: np.ndarray) -> GNSpectrum:
+def masked_gn_spectrum(model: MLP, x: np.ndarray) -> GNSpectrum:
     """κ of the GN over the unpruned weights: reference Jacobian restricted to them."""
     start = time.perf_counter()
     jac = network_jacobian(model, x)
@@ -62,34 +36,6 @@ def masked_gn_spectrum(model: MaskedMLP, x: np.ndarray) -> GNSpectrum:
     return spectrum_from_factor(
         jac[:, keep] / math.sqrt(x.shape[0]), solver="reference_jacobian", seconds_from=start
     )
-
-
-def mse_loss(model: nn.Module, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``1/2`` squared error summed over outputs, mean over the rows."""
-    return 0.5 * ((model(x) - targets) ** 2).sum(dim=1).mean()
-
-
-def train_losses(
-    model: MaskedMLP, x: np.ndarray, labels: np.ndarray, settings: Settings, seed: int
-):
-    """Training loss on the whole training set before training and after each epoch of SGD."""
-    inputs = torch.as_tensor(x, dtype=torch.float64)
-    targets = nn.functional.one_hot(torch.as_tensor(labels), DIGITS_CLASSES).to(torch.float64)
-    optimizer = torch.optim.SGD(model.parameters(), lr=settings["lr"])
-    generator = torch.Generator().manual_seed(seed)
-    losses = []
-    with torch.no_grad():
-        losses.append(float(mse_loss(model, inputs, targets)))
-    for _ in range(settings["epochs"]):
-        order = torch.randperm(inputs.shape[0], generator=generator)
-        for batch in order.split(settings["batch_size"]):
-            optimizer.zero_grad()
-            mse_loss(model, inputs[batch], targets[batch]).backward()
-            optimizer.step()
-            model.apply_masks()
-        with torch.no_grad():
-            losses.append(float(mse_loss(model, inputs, targets)))
-    return losses
 
 
 def pruning_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
@@ -103,10 +49,11 @@ def pruning_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
             weights = INITS[settings["init"]](dims, seed)
             for rate in settings["prune_rates"]:
                 masks = [magnitude_mask(w, float(rate)) for w in weights]
-                model = MaskedMLP(weights, masks)
+                model = MLP(weights, alpha=0.0, masks=masks)
                 spectrum = masked_gn_spectrum(model, gn_x)
                 kept = int(sum(int(m.sum()) for m in masks))
-                losses = train_losses(model, inputs.x, inputs.labels, settings, seed)
+                losses: dict[int, float] = {}
+                sgd_train(model, inputs.x, inputs.labels, settings, seed, losses.__setitem__)
                 common = {
                     **inputs.columns(),
                     "gn_samples": gn_x.shape[0],
@@ -118,7 +65,6 @@ def pruning_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
                     **spectrum_columns(spectrum),
                 }
                 rows += [
-                    {**common, "epoch": epoch, "train_loss": loss}
-                    for epoch, loss in enumerate(losses)
+                    {**common, "epoch": epoch, "train_loss": loss} for epoch, loss in losses.items()
                 ]
     return pd.DataFrame(rows)

@@ -48,6 +48,17 @@ def spectrum_columns(spectrum: GNSpectrum) -> dict[str, Any]:
     }
 
 
+# Lemma 2's per-layer components (matcond.gauss_newton.bounds.lemma2_bound), as JSON lists.
+PER_LAYER_COLUMNS = [
+    "term_per_layer",
+    "gamma_per_layer",
+    "kappa_sq_outer_per_layer",
+    "kappa_sq_inner_per_layer",
+    "lambda_min_outer_per_layer",
+    "lambda_min_inner_per_layer",
+]
+
+
 def linear_record(
     weights: Sequence[torch.Tensor], x: np.ndarray, beta: float = 0.0, per_layer: bool = False
 ) -> dict[str, Any]:
@@ -72,8 +83,9 @@ def linear_record(
         "bound_seconds": time.perf_counter() - start,
     }
     if per_layer:
-        record["term_per_layer"] = json.dumps(list(convex.components["term"]))
-        record["gamma_per_layer"] = json.dumps(list(convex.components["gamma"]))
+        for column in PER_LAYER_COLUMNS:
+            part = column.removesuffix("_per_layer")
+            record[column] = json.dumps([float(v) for v in convex.components[part]])
     return record
 
 

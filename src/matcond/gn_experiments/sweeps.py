@@ -10,10 +10,12 @@ import pandas as pd
 
 from matcond.gauss_newton.reference import reference_gn_spectrum
 from matcond.gn_experiments.data import Settings, seed_list, sweep_inputs
+from matcond.gn_experiments.during_training import linear_training_sweep, relu_training_sweep
 from matcond.gn_experiments.networks import BETA_RULES, kaiming_normal, one_hidden_linear
 from matcond.gn_experiments.pruning import pruning_sweep
 from matcond.gn_experiments.records import (
     EXACT_COLUMNS,
+    PER_LAYER_COLUMNS,
     leaky_record,
     linear_record,
     spectrum_columns,
@@ -151,6 +153,7 @@ LEAKY_COLUMNS = [
     "lambda_max_gamma",
     "bound_seconds",
 ]
+TRAINING_COLUMNS = [*DATA_COLUMNS, "init", "lr", "batch_size", "seed", "width"]
 # The columns of every sweep's table, in order (the module docstring says what they mean).
 SWEEP_COLUMNS = {
     "fig1_pruning": [
@@ -166,7 +169,7 @@ SWEEP_COLUMNS = {
         "train_loss",
     ],
     "fig2_depth": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
-    "fig3_bounds": [*DEPTH_COLUMNS, *LINEAR_COLUMNS, "term_per_layer", "gamma_per_layer"],
+    "fig3_bounds": [*DEPTH_COLUMNS, *LINEAR_COLUMNS, *PER_LAYER_COLUMNS],
     "fig5_residual": [
         *DATA_COLUMNS,
         "width",
@@ -187,6 +190,22 @@ SWEEP_COLUMNS = {
     ],
     "fig19_whitening": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
     "fig23_leaky_alpha": LEAKY_COLUMNS,
+    "fig10_linear_training": [
+        *TRAINING_COLUMNS,
+        "depth",
+        "epoch",
+        "train_loss",
+        *LINEAR_COLUMNS,
+        *PER_LAYER_COLUMNS,
+    ],
+    "fig18_relu_training": [
+        *TRAINING_COLUMNS,
+        "gn_samples",
+        "epoch",
+        "train_loss",
+        *EXACT_COLUMNS,
+        "eigenvalues",
+    ],
 }
 
 SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
@@ -198,6 +217,8 @@ SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
     "fig7_batchnorm": batchnorm_sweep,
     "fig19_whitening": lambda s, d: depth_sweep(one_width(s), d),
     "fig23_leaky_alpha": leaky_relu_sweep,
+    "fig10_linear_training": linear_training_sweep,
+    "fig18_relu_training": relu_training_sweep,
 }
 
 
