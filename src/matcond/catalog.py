@@ -331,3 +331,11 @@ FIGURES |= {
         "a function of the rank r chosen (right).",
     ),
 }
+FIGURES["gn_fig8_linear_cnn"] = _gn(
+    "fig8_linear_cnn",
+    "GN paper Fig. 8: two-layer linear CNNs (F filters of size s x s with same padding, then a "
+    "linear read-out to the 10 classes) at Kaiming init on the digits' 8 x 8 images, whitened "
+    "(the paper: n = 1000 of whitened MNIST; here the config's n), GN condition number vs "
+    "kernel size per number of filters (left) and vs filters per kernel size (right); exact "
+    "through the Jacobian, rank cut at the computation's precision.",
+)

@@ -381,6 +381,30 @@ def _per_layer(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     return out.explode(["value", "layer"]).astype({"value": float, "layer": int})
 
 
+def _layer_lines(ax, long: pd.DataFrame, ylabel: str) -> None:
+    """One median line per layer of the positive values of ``long`` vs epoch, on a log axis;
+    zeros (a rank-deficient partial product) and infinities are left out and said so."""
+    shown = long[np.isfinite(long["value"]) & (long["value"] > 0)]
+    layers = sorted(long["layer"].unique())
+    for layer, color in zip(layers, sns.color_palette("tab10"), strict=False):
+        cell = shown[shown["layer"] == layer]
+        if len(cell):
+            median_line(ax, cell, "epoch", "value", color, f"l = {layer}")
+    if len(shown) < len(long):
+        ax.text(
+            0.02,
+            0.02,
+            f"{len(long) - len(shown)} values 0 or inf left out",
+            transform=ax.transAxes,
+            fontsize=7,
+        )
+    if len(shown):
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+
+
 def _training_title(rows: pd.DataFrame, what: str) -> str:
     first = rows.iloc[0]
     return (
@@ -424,15 +448,7 @@ def gn_fig11_partial_products(tables: Tables, png: str, pdf: str) -> None:
     ]
     fig, axes = figure(2, width=5.0, nrows=2, height=3.6)
     for ax, (column, label) in zip(axes.flatten(), panels, strict=True):
-        long = _per_layer(rows[["epoch", "seed", column]], column)
-        for layer, color in zip(
-            sorted(long["layer"].unique()), sns.color_palette("tab10"), strict=False
-        ):
-            median_line(ax, long[long["layer"] == layer], "epoch", "value", color, f"l = {layer}")
-        ax.set_yscale("log")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
+        _layer_lines(ax, _per_layer(rows[["epoch", "seed", column]], column), label)
     fig.suptitle(
         _training_title(rows, f"Partial products of the depth-{rows['depth'].iloc[0]} linear net"),
         fontsize=10,
@@ -452,14 +468,7 @@ def gn_fig12_self_balancing(tables: Tables, png: str, pdf: str) -> None:
         (left, terms, r"$\kappa^2(W^{L:l+1})\,\kappa^2(W^{l-1:1})$"),
         (right, weighted, r"$\gamma_l\,\kappa^2(W^{L:l+1})\,\kappa^2(W^{l-1:1})$"),
     ):
-        for layer, color in zip(
-            sorted(long["layer"].unique()), sns.color_palette("tab10"), strict=False
-        ):
-            median_line(ax, long[long["layer"] == layer], "epoch", "value", color, f"l = {layer}")
-        ax.set_yscale("log")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(label)
-        ax.legend(fontsize=8)
+        _layer_lines(ax, long, label)
     fig.suptitle(
         _training_title(rows, f"Lemma 2's terms, depth-{rows['depth'].iloc[0]} linear net"),
         fontsize=10,
@@ -520,4 +529,26 @@ def gn_fig9_spectrum(tables: Tables, png: str, pdf: str) -> None:
         f"on {first['gn_samples']} rows of {_data_label(table)}",
         fontsize=10,
     )
+    save(fig, png, pdf)
+
+
+def gn_fig8_linear_cnn(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 8: linear CNN κ vs kernel size per filters (left) and vs filters per size (right)."""
+    table = tables["gn_fig8_linear_cnn"]
+    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
+    for ax, x, hue, xlabel, name in (
+        (left, "kernel_size", "filters", "kernel size s", "F"),
+        (right, "filters", "kernel_size", "filters F", "s"),
+    ):
+        values = sorted(table[hue].unique())
+        for value, color in zip(values, sns.color_palette("viridis", len(values)), strict=True):
+            cell = table[table[hue] == value]
+            median_line(ax, cell, x, "kappa", color, f"{name} = {value}", marker="o", ms=3)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("GN κ")
+        ax.legend(fontsize=8)
+    if table["filters"].nunique() > 1:
+        right.set_xscale("log", base=2)
+    fig.suptitle(f"Linear CNN at init, {_data_label(table)} ({_seeds(table)}, {SEEDS})")
     save(fig, png, pdf)

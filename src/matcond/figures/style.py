@@ -106,7 +106,9 @@ def median_line(
     ax, rows: pd.DataFrame, x: str, column: str, color, label: str, band: bool = True, **style
 ) -> None:
     """The median of ``column`` over the rows (seeds) at each value of ``x``, with its 95 %
-    bootstrap interval as a band (for tables with one row per trial, e.g. the GN sweeps)."""
+    bootstrap interval as a band (for tables with one row per trial, e.g. the GN sweeps).
+    NaN values (a κ that does not exist, e.g. of a zero GN matrix) are left out."""
+    rows = rows[rows[column].notna()]
     groups = [(value, part[column].to_numpy(float)) for value, part in rows.groupby(x)]
     xs = [value for value, _ in groups]
     estimate = [np.median(values) for _, values in groups]

@@ -64,6 +64,11 @@ the exact ``kappa``, ``rank``, ``rank_source`` (``analytic`` for linear and resi
     One row per (prune rate, seed, epoch) with ``train_loss`` on the whole training set; the κ
     columns repeat along the epochs.
 
+    ``fig8_linear_cnn`` (:func:`linear_cnn_sweep`): two-layer linear CNNs on the digits' 8 x 8
+    images (all 64 pixels, whitened on the flattened images): ``filters`` F of size
+    ``kernel_size`` s (same padding, no bias) then a linear read-out to the 10 classes, Kaiming
+    normal (fan-in s^2 and 64 F), κ exact through the Jacobian, tolerance rank.
+
 During training (:mod:`during_training`; digits with labels, SGD as ``fig1_pruning``, one row
 per recorded epoch: 0, every ``record_every``-th and the last, with ``train_loss`` on all
 training rows)

@@ -39,6 +39,17 @@ def digits_data(n: int | None = None, seed: int = 0) -> tuple[np.ndarray, np.nda
     return x[rows].astype(np.float64), labels[rows].astype(np.int64)
 
 
+def digits_images(n: int | None, whitened: bool, seed: int) -> Inputs:
+    """The digits on their 8 x 8 grid (all 64 pixels, / 16), ``n`` rows, whitened or not
+    (whitening acts on the flattened images: ``U V^T`` keeps the grid shape, not locality)."""
+    from sklearn.datasets import load_digits
+
+    x, labels = load_digits(return_X_y=True)
+    rows = subsample(x.shape[0], n, seed)
+    x = x[rows].astype(np.float64) / DIGITS_SCALE
+    return Inputs("digits", whitened, whiten(x) if whitened else x, DIGITS_CLASSES, labels[rows])
+
+
 def gaussian_data(n: int, d: int, seed: int = 0) -> np.ndarray:
     """``n x d`` samples of ``N(0, I_d)``."""
     return np.random.default_rng(seed).standard_normal((n, d))

@@ -18,38 +18,40 @@ BETA_RULES: dict[str, Callable[[int], float]] = {
 }
 
 
-def kaiming_normal(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
-    """``[W_1, ..., W_L]``, ``W_l`` of shape ``dims[l] x dims[l-1]``, PyTorch Kaiming normal."""
+def draw(
+    shapes: Sequence[tuple[int, int]], seed: int, init: Callable[..., torch.Tensor]
+) -> list[torch.Tensor]:
+    """float64 matrices of ``shapes`` (``fan_out x fan_in``) drawn one after the other by the
+    torch ``init`` function from ``torch.Generator().manual_seed(seed)``."""
     generator = torch.Generator().manual_seed(seed)
     weights = []
-    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
-        weight = torch.empty(fan_out, fan_in, dtype=torch.float64)
-        nn.init.kaiming_normal_(weight, generator=generator)
+    for shape in shapes:
+        weight = torch.empty(*shape, dtype=torch.float64)
+        init(weight, generator=generator)
         weights.append(weight)
     return weights
+
+
+def _chain(dims: Sequence[int]) -> list[tuple[int, int]]:
+    return [(fan_out, fan_in) for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True)]
+
+
+def kaiming_normal(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
+    """``[W_1, ..., W_L]``, ``W_l`` of shape ``dims[l] x dims[l-1]``, PyTorch Kaiming normal."""
+    return draw(_chain(dims), seed, nn.init.kaiming_normal_)
 
 
 def torch_default(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
     """``[W_1, ..., W_L]`` drawn as ``nn.Linear`` draws its weight (Kaiming uniform, a = sqrt 5)."""
-    generator = torch.Generator().manual_seed(seed)
-    weights = []
-    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
-        weight = torch.empty(fan_out, fan_in, dtype=torch.float64)
-        nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
-        weights.append(weight)
-    return weights
+    return draw(
+        _chain(dims), seed, lambda w, **kw: nn.init.kaiming_uniform_(w, a=math.sqrt(5), **kw)
+    )
 
 
 def xavier_normal(dims: Sequence[int], seed: int) -> list[torch.Tensor]:
     """``[W_1, ..., W_L]`` drawn by PyTorch's ``xavier_normal_`` (``std = sqrt(2 / (fan_in +
     fan_out))``), as the GN paper's appendix I.2 did."""
-    generator = torch.Generator().manual_seed(seed)
-    weights = []
-    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
-        weight = torch.empty(fan_out, fan_in, dtype=torch.float64)
-        nn.init.xavier_normal_(weight, generator=generator)
-        weights.append(weight)
-    return weights
+    return draw(_chain(dims), seed, nn.init.xavier_normal_)
 
 
 INITS = {

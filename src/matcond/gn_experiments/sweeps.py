@@ -7,11 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
+from torch import nn
 
+from matcond.gauss_newton.linear_cnn import linear_cnn_gn_spectrum
 from matcond.gauss_newton.reference import reference_gn_spectrum
-from matcond.gn_experiments.data import Settings, seed_list, sweep_inputs
+from matcond.gn_experiments.data import Settings, digits_images, seed_list, sweep_inputs
 from matcond.gn_experiments.during_training import linear_training_sweep, relu_training_sweep
-from matcond.gn_experiments.networks import BETA_RULES, kaiming_normal, one_hidden_linear
+from matcond.gn_experiments.networks import BETA_RULES, draw, kaiming_normal, one_hidden_linear
 from matcond.gn_experiments.pruning import pruning_sweep
 from matcond.gn_experiments.records import (
     EXACT_COLUMNS,
@@ -128,6 +130,31 @@ def batchnorm_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def linear_cnn_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
+    """κ of two-layer linear CNNs on the digits' 8 x 8 images per kernel size and filters."""
+    rows = []
+    for whitened in settings["whiten"]:
+        inputs = digits_images(settings["n_samples"], whitened, data["seed"])
+        side = int(round(inputs.x.shape[1] ** 0.5))
+        images = inputs.x.reshape(-1, side, side)
+        for size in settings["kernel_sizes"]:
+            for filters in settings["filters"]:
+                for seed in seed_list(settings["seeds"]):
+                    shapes = [(filters, size * size), (inputs.outputs, filters * side * side)]
+                    kernel, readout = draw(shapes, seed, nn.init.kaiming_normal_)
+                    kernel = kernel.reshape(filters, size, size)
+                    rows.append(
+                        {
+                            **inputs.columns(),
+                            "kernel_size": size,
+                            "filters": filters,
+                            "seed": seed,
+                            **spectrum_columns(linear_cnn_gn_spectrum(kernel, readout, images)),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
 DATA_COLUMNS = ["sweep", "dataset", "whitened", "n_samples", "d", "k"]
 LINEAR_COLUMNS = [
     *EXACT_COLUMNS,
@@ -190,6 +217,13 @@ SWEEP_COLUMNS = {
     ],
     "fig19_whitening": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
     "fig23_leaky_alpha": LEAKY_COLUMNS,
+    "fig8_linear_cnn": [
+        *DATA_COLUMNS,
+        "kernel_size",
+        "filters",
+        "seed",
+        *EXACT_COLUMNS,
+    ],
     "fig10_linear_training": [
         *TRAINING_COLUMNS,
         "depth",
@@ -217,6 +251,7 @@ SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
     "fig7_batchnorm": batchnorm_sweep,
     "fig19_whitening": lambda s, d: depth_sweep(one_width(s), d),
     "fig23_leaky_alpha": leaky_relu_sweep,
+    "fig8_linear_cnn": linear_cnn_sweep,
     "fig10_linear_training": linear_training_sweep,
     "fig18_relu_training": relu_training_sweep,
 }
