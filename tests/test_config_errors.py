@@ -66,6 +66,14 @@ BAD = [
     ({"experiments": {}}, ["experiments"]),
     ({"experimentz": {}, "experiments": {"e": {"seeds": 1}}}, ["'experimentz' was unexpected"]),
     ({"experiments": {"Bad-Name": {"seeds": 1}}}, ["experiments", "Bad-Name"]),
+    (
+        {**one(), "gauss_newton": {"sweeps": {"fig13_pruning_vit": {"dim": 10, "heads": 4}}}},
+        ["gauss_newton.sweeps.fig13_pruning_vit.dim", "not a multiple of heads"],
+    ),
+    (
+        {**one(), "gauss_newton": {"sweeps": {"fig14_pruning_resnet20": {"blocks": 5}}}},
+        ["gauss_newton.sweeps.fig14_pruning_resnet20.blocks", "3 was expected"],
+    ),
 ]
 
 

@@ -331,6 +331,32 @@ FIGURES |= {
         "a function of the rank r chosen (right).",
     ),
 }
+PRUNING_CAPTION = (
+    "on the digits' 8 x 8 images (the paper: n = 1000 of CIFAR-10, about 100 epochs; here a "
+    "stand-in sized for 8 x 8 inputs and 2 CPU cores, shapes in "
+    "src/matcond/gn_experiments/architectures.py), PyTorch's default init, every weight "
+    "matrix and kernel pruned layer by layer by magnitude at init. Left: training loss (MSE to "
+    "one-hot) per prune rate; right: GN pseudo-condition number at init over the remaining "
+    "parameters (BatchNorm with the GN rows' full-batch statistics), and the GN rank."
+)
+FIGURES |= {
+    "gn_fig13_pruning_vit": _gn(
+        "fig13_pruning_vit",
+        "GN paper Fig. 13: a small Vision Transformer (AdamW) " + PRUNING_CAPTION,
+    ),
+    "gn_fig14_pruning_resnet20": _gn(
+        "fig14_pruning_resnet20",
+        "GN paper Fig. 14: a ResNet-20-style CNN (SGD with momentum) " + PRUNING_CAPTION,
+    ),
+    "gn_fig15_pruning_resnet32": _gn(
+        "fig15_pruning_resnet32",
+        "GN paper Fig. 15: a ResNet-32-style CNN (SGD with momentum) " + PRUNING_CAPTION,
+    ),
+    "gn_fig16_pruning_vgg5": _gn(
+        "fig16_pruning_vgg5",
+        "GN paper Fig. 16: a VGG-5-style CNN (SGD with momentum) " + PRUNING_CAPTION,
+    ),
+}
 FIGURES["gn_fig8_linear_cnn"] = _gn(
     "fig8_linear_cnn",
     "GN paper Fig. 8: two-layer linear CNNs (F filters of size s x s with same padding, then a "

@@ -82,13 +82,19 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
     raise_first_error(_FillingValidator(schema), filled)
-    _check_gn_training(filled)
+    _check_gn_sweeps(filled)
     return filled
 
 
-def _check_gn_training(config: dict[str, Any]) -> None:
-    """The constraints of ``fig18_relu_training`` that the schema cannot say."""
+def _check_gn_sweeps(config: dict[str, Any]) -> None:
+    """The constraints of the GN sweeps that the schema cannot say."""
     sweeps = config.get("gauss_newton", {}).get("sweeps", {})
+    for name, sweep in sweeps.items():
+        if sweep.get("architecture") == "vit" and sweep["dim"] % sweep["heads"]:
+            raise ConfigError(
+                f"config key gauss_newton.sweeps.{name}.dim: {sweep['dim']} is not a multiple "
+                f"of heads ({sweep['heads']})"
+            )
     relu = sweeps.get("fig18_relu_training")
     if relu is None:
         return

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import TEST_CONFIG
 from gn_cases import assert_bound_holds, rel
 
 from matcond.catalog import FIGURES as CATALOG
@@ -30,9 +31,8 @@ from matcond.gauss_newton import (
 from matcond.gn_experiments.data import digits_data, make_inputs, whiten
 from matcond.gn_experiments.exp7 import EXP7_MODELS, EXP7_ROW_COLUMNS, exp7_rows, exp7_table
 from matcond.gn_experiments.networks import kaiming_normal, one_hidden_linear
-from matcond.gn_experiments.pruning import magnitude_mask, masked_gn_spectrum
 from matcond.gn_experiments.records import leaky_record
-from matcond.gn_experiments.sgd import MLP, recorded_epochs, sgd_train
+from matcond.gn_experiments.sgd import MLP, recorded_epochs
 from matcond.gn_experiments.sweeps import (
     SWEEP_COLUMNS,
     SWEEPS,
@@ -41,28 +41,12 @@ from matcond.gn_experiments.sweeps import (
 
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-TEST_CONFIG = REPO / "config" / "test" / "config.yaml"
 EXP7_SETTINGS = {
     "stages": ["initial", "final"],
     "n_samples": 40,
     "relu_n_samples": 5,
     "data_seed": 0,
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread, as the rules use (tiny problems: threads only contend)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def gn_config() -> dict:
-    """The validated ``gauss_newton`` block of the test config."""
-    return validate_config(yaml.safe_load(TEST_CONFIG.read_text()))["gauss_newton"]
 
 
 def bound_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
@@ -209,34 +193,6 @@ def test_batchnorm_arms():
         assert torch.allclose(model(samples), training(samples), atol=1e-10)
     spectrum = reference_gn_spectrum(model, x)
     assert spectrum.kappa >= 1 and math.isfinite(spectrum.kappa)
-
-
-def test_pruning_with_pytorch_s_default_init(gn_config):
-    settings = {**gn_config["sweeps"]["fig1_pruning"], "init": "torch_default"}
-    table = run_sweep("fig1_pruning", settings, gn_config["data"])
-    assert set(table["init"]) == {"torch_default"}
-    first = table[table["epoch"] == 0]
-    assert first.groupby("prune_rate")["n_params"].first().is_monotonic_decreasing
-
-
-def test_pruning_masks_training_and_gn():
-    weight = torch.tensor([[0.1, -3.0, 0.5], [2.0, -0.2, 1.0]])
-    mask = magnitude_mask(weight, 0.5)
-    assert mask.tolist() == [[False, True, False], [True, False, True]]
-    assert magnitude_mask(weight, 0.0).all()
-    x, labels = digits_data(60)
-    weights = kaiming_normal([61, 12, 10], seed=0)
-    masks = [magnitude_mask(w, 0.6) for w in weights]
-    model = MLP(weights, alpha=0.0, masks=masks)
-    spectrum = masked_gn_spectrum(model, x[:8])
-    kept = sum(int(m.sum()) for m in masks)
-    assert spectrum.rank <= min(kept, 8 * 10)
-    losses: dict[int, float] = {}
-    settings = {"lr": 0.1, "epochs": 3, "batch_size": 16}
-    sgd_train(model, x, labels, settings, 0, losses.__setitem__)
-    assert list(losses) == [0, 1, 2, 3] and losses[3] < losses[0]
-    for param, mask in zip(model.weights, masks, strict=True):
-        assert (param.detach()[~mask] == 0).all()
 
 
 def test_a_dead_relu_net_is_recorded_as_such(gn_config):

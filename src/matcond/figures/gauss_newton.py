@@ -337,9 +337,8 @@ def gn_fig7_batchnorm(tables: Tables, png: str, pdf: str) -> None:
     save(fig, png, pdf)
 
 
-def gn_fig1_pruning(tables: Tables, png: str, pdf: str) -> None:
-    """Fig. 1: training loss (left) and GN κ at init (right) per magnitude-prune rate."""
-    table = tables["gn_fig1_pruning"]
+def _pruning(table: pd.DataFrame, png: str, pdf: str) -> None:
+    """Figs. 1, 13-16: training loss (left) and GN κ at init (right) per magnitude-prune rate."""
     fig, ((left, right),) = figure(2, width=5.5, height=4.2)
     rates = sorted(table["prune_rate"].unique())
     palette = sns.color_palette("viridis", len(rates))
@@ -365,11 +364,37 @@ def gn_fig1_pruning(tables: Tables, png: str, pdf: str) -> None:
     right.legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=8, loc="center left")
     first = table.iloc[0]
     fig.suptitle(
-        f"Magnitude pruning at init, ReLU MLP {first['hidden']} on {_data_label(table)}, "
-        f"κ on {first['gn_samples']} rows ({_seeds(table)}, {SEEDS})",
+        f"Magnitude pruning at init, {first['network']} on {_data_label(table)},\n"
+        f"{first['optimizer']} lr {first['lr']:g}, κ on {first['gn_samples']} rows "
+        f"({_seeds(table)}, {SEEDS})",
         fontsize=10,
     )
     save(fig, png, pdf)
+
+
+def gn_fig1_pruning(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 1: pruning the ReLU MLP."""
+    _pruning(tables["gn_fig1_pruning"], png, pdf)
+
+
+def gn_fig13_pruning_vit(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 13: pruning the ViT stand-in."""
+    _pruning(tables["gn_fig13_pruning_vit"], png, pdf)
+
+
+def gn_fig14_pruning_resnet20(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 14: pruning the ResNet-20 stand-in."""
+    _pruning(tables["gn_fig14_pruning_resnet20"], png, pdf)
+
+
+def gn_fig15_pruning_resnet32(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 15: pruning the ResNet-32 stand-in."""
+    _pruning(tables["gn_fig15_pruning_resnet32"], png, pdf)
+
+
+def gn_fig16_pruning_vgg5(tables: Tables, png: str, pdf: str) -> None:
+    """Fig. 16: pruning the VGG-5 stand-in."""
+    _pruning(tables["gn_fig16_pruning_vgg5"], png, pdf)
 
 
 def _per_layer(rows: pd.DataFrame, column: str) -> pd.DataFrame:

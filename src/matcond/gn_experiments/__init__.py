@@ -59,10 +59,28 @@ the exact ``kappa``, ``rank``, ``rank_source`` (``analytic`` for linear and resi
     normal, or ``torch_default``, the draw of ``nn.Linear`` that the paper's I.1 used), pruned layer
     by layer by magnitude at init (the ``prune_rate`` fraction of smallest ``|w|`` of each matrix
     set to 0 and kept at 0); κ over the remaining weights (reference Jacobian restricted to them) on
-    ``gn_samples`` training rows, then SGD on the MSE to one-hot labels (``1/2`` squared error
-    summed over outputs, mean over the batch; mini-batches of the shuffled training set per epoch).
-    One row per (prune rate, seed, epoch) with ``train_loss`` on the whole training set; the κ
-    columns repeat along the epochs.
+    ``gn_samples`` training rows, then training (plain SGD, or the sweep's ``optimizer``) on the
+    MSE to one-hot labels (``1/2`` squared error summed over outputs, mean over the batch;
+    mini-batches of the shuffled training set per epoch). One row per (prune rate, seed, epoch)
+    with ``train_loss`` on the whole training set (eval mode); the κ columns repeat along the
+    epochs; ``network`` names the net, ``n_params`` counts the parameters left.
+
+Pruning architectures (:mod:`architectures`; ``fig13_pruning_vit``, ``fig14_pruning_resnet20``,
+``fig15_pruning_resnet32``, ``fig16_pruning_vgg5``; table as ``fig1_pruning``)
+    Appendix I.1's networks as stand-ins for the digits' 8 x 8 images (1 channel, all 64 pixels,
+    10 classes), PyTorch's default init (with biases), float64. ViT: 4 x 4 patches (4 tokens and
+    a class token), width 16, 2 pre-norm blocks of 2 heads with a GELU MLP of width 32, learned
+    position embedding, LayerNorm and a linear head (5 018 parameters). ResNet-20 / -32: He et
+    al.'s CIFAR ResNet (a 3 x 3 conv-BN-ReLU, 3 stages of 3 / 5 basic blocks with 4, 8, 16
+    channels, stride 2 into stages 2 and 3, 1 x 1 conv-BN skips where the shape changes, global
+    average pooling, a linear head; 17 462 / 29 782 parameters). VGG-5: 3 conv-BN-ReLU layers
+    (8, 16, 32 channels, 2 x 2 max-pooling after the last two) and 2 linear layers (128 -> 128
+    -> 10; 23 802 parameters). Every parameter of two or more dimensions named ``weight`` (the
+    weight matrices and kernels) is pruned by magnitude, layer by layer; biases, normalisation
+    parameters, the class token and the position embedding are kept. κ over the remaining
+    parameters with BatchNorm in eval mode at the full-batch statistics of the GN rows (as
+    ``fig7_batchnorm``); training in train mode (batch statistics) with the paper's optimizers:
+    AdamW for the ViT, SGD with momentum and weight decay for the CNNs.
 
     ``fig8_linear_cnn`` (:func:`linear_cnn_sweep`): two-layer linear CNNs on the digits' 8 x 8
     images (all 64 pixels, whitened on the flattened images): ``filters`` F of size

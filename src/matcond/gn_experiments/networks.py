@@ -1,5 +1,6 @@
 """Networks at initialisation for the GN sweeps: Kaiming and nn.Linear draws, residual skip
-weights, the one-hidden-layer net with and without BatchNorm (package docstring)."""
+weights, BatchNorm with full-batch statistics, the one-hidden-layer net with and without
+BatchNorm (package docstring)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,27 @@ INITS = {
 }
 
 
+def calibrate_batchnorm(model: nn.Module, x: np.ndarray) -> nn.Module:
+    """Put ``model`` in eval mode with every BatchNorm's running statistics set, layer by layer,
+    to the mean and biased variance of its input over the rows of ``x``: the outputs on ``x``
+    are those of training mode on that full batch, yet each depends on its own sample only."""
+
+    def set_statistics(norm: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        dims = [0, *range(2, args[0].ndim)]
+        norm.running_mean.copy_(args[0].mean(dim=dims))
+        norm.running_var.copy_(args[0].var(dim=dims, unbiased=False))
+
+    norms = [m for m in model.modules() if isinstance(m, nn.BatchNorm1d | nn.BatchNorm2d)]
+    hooks = [norm.register_forward_pre_hook(set_statistics) for norm in norms]
+    try:
+        with torch.no_grad():
+            model.eval()(torch.as_tensor(x, dtype=torch.float64))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return model
+
+
 def one_hidden_linear(
     weights: Sequence[torch.Tensor], x: np.ndarray, batchnorm: bool
 ) -> nn.Sequential:
@@ -74,8 +96,4 @@ def one_hidden_linear(
     if not batchnorm:
         return nn.Sequential(hidden, out)
     norm = nn.BatchNorm1d(v.shape[0], dtype=torch.float64)
-    with torch.no_grad():
-        pre = torch.as_tensor(x, dtype=torch.float64) @ v.T
-        norm.running_mean.copy_(pre.mean(dim=0))
-        norm.running_var.copy_(pre.var(dim=0, unbiased=False))
-    return nn.Sequential(hidden, norm, out).eval()
+    return calibrate_batchnorm(nn.Sequential(hidden, norm, out), x)

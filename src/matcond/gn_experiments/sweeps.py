@@ -181,20 +181,31 @@ LEAKY_COLUMNS = [
     "bound_seconds",
 ]
 TRAINING_COLUMNS = [*DATA_COLUMNS, "init", "lr", "batch_size", "seed", "width"]
+PRUNING_COLUMNS = [
+    *DATA_COLUMNS,
+    "gn_samples",
+    "network",
+    "init",
+    "optimizer",
+    "lr",
+    "prune_rate",
+    "seed",
+    "n_params",
+    *EXACT_COLUMNS,
+    "epoch",
+    "train_loss",
+]
+# Appendix I.1's architectures (Figs. 13-16), one sweep each.
+PRUNING_SWEEPS = [
+    "fig13_pruning_vit",
+    "fig14_pruning_resnet20",
+    "fig15_pruning_resnet32",
+    "fig16_pruning_vgg5",
+]
 # The columns of every sweep's table, in order (the module docstring says what they mean).
 SWEEP_COLUMNS = {
-    "fig1_pruning": [
-        *DATA_COLUMNS,
-        "gn_samples",
-        "hidden",
-        "init",
-        "prune_rate",
-        "seed",
-        "n_params",
-        *EXACT_COLUMNS,
-        "epoch",
-        "train_loss",
-    ],
+    "fig1_pruning": PRUNING_COLUMNS,
+    **dict.fromkeys(PRUNING_SWEEPS, PRUNING_COLUMNS),
     "fig2_depth": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
     "fig3_bounds": [*DEPTH_COLUMNS, *LINEAR_COLUMNS, *PER_LAYER_COLUMNS],
     "fig5_residual": [
@@ -244,6 +255,7 @@ SWEEP_COLUMNS = {
 
 SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
     "fig1_pruning": pruning_sweep,
+    **dict.fromkeys(PRUNING_SWEEPS, pruning_sweep),
     "fig2_depth": depth_sweep,
     "fig3_bounds": lambda s, d: depth_sweep({**one_width(s), "per_layer": True}, d),
     "fig5_residual": residual_sweep,
