@@ -118,6 +118,15 @@ def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
             ["--config", "defaults={dim: 0}"],
             "config key defaults.dim: '0' is not of type 'integer' (a number given as a string",
         ),
+        (
+            {
+                "experiments": {"walk": {"seeds": 1, "settings": {"model": "deep_linear"}}},
+                "gauss_newton": {"along_training": {"experiment": "walk"}},
+            },
+            [],
+            "config key experiments.walk: gauss_newton.along_training needs its trials to save "
+            "their weights (setting save_recorded_weights: true)",
+        ),
     ],
 )
 def test_snakemake_stops_before_any_job_without_traceback(tmp_path, file_config, cli, message):

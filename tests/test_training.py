@@ -101,3 +101,17 @@ def test_paired_arms_share_target_and_data(spec):
     _, adam = run_trial({**spec, "optimizer": "adam", "lr": 1e-3}, CPU)
     np.testing.assert_array_equal(sgd["target.product"], adam["target.product"])
     np.testing.assert_array_equal(sgd["initial.product"], adam["initial.product"])
+
+
+def test_recorded_weights_are_saved_only_when_asked(spec):
+    s = {**spec, "model": "deep_linear", "depth": 2, "epochs": 6, "record_every": 3}
+    _, plain = run_trial(s, CPU)
+    assert not any(key.startswith("epoch") for key in plain)
+    _, saved = run_trial({**s, "save_recorded_weights": True}, CPU)
+    epochs = sorted({key.split(".")[0] for key in saved if key.startswith("epoch")})
+    assert epochs == ["epoch0", "epoch3", "epoch6"]
+    for name in ("layer1", "layer2", "product"):
+        np.testing.assert_array_equal(saved[f"epoch0.{name}"], saved[f"initial.{name}"])
+        np.testing.assert_array_equal(saved[f"epoch6.{name}"], saved[f"final.{name}"])
+        assert not np.array_equal(saved[f"epoch3.{name}"], saved[f"epoch0.{name}"])
+        np.testing.assert_array_equal(saved[f"final.{name}"], plain[f"final.{name}"])

@@ -225,6 +225,15 @@ FIGURES |= {
         "Lemma 2 convex / max, Lemma 4 with alpha = 0); bars are medians over trials, the "
         "numbers over the bound bars the median tightness bound / exact.",
     ),
+    "gn_along_training": _gn(
+        "along_training",
+        "The GN bounds along the workflow's own training runs (the experiment named by "
+        "gauss_newton.along_training, whose trials save their weights at every recorded "
+        "epoch): exact pseudo-condition number of the GN matrix (top) and the tightness bound "
+        "/ exact of each applicable bound (bottom) vs epoch, for deep linear nets of depth 2 "
+        "and 3 and the ReLU MLP, on n samples of N(0, I) (the training distribution) and on "
+        "the same samples whitened.",
+    ),
     "gn_fig1_pruning": _gn(
         "fig1_pruning",
         "GN paper Fig. 1 on digits: a bias-free ReLU MLP pruned layer by layer by magnitude at "

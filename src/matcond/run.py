@@ -72,12 +72,16 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
     """Train the trial, compare every recorded matrix with its target.
 
     Returns the tidy table and the weights to save, keyed ``{stage}.{matrix}`` with stage
-    ``target``, ``initial`` or ``final``.
+    ``target``, ``initial``, ``final`` and, with ``save_recorded_weights``, ``epoch{e}`` for
+    every recorded epoch ``e``.
     """
     targets = teacher_weights(spec)
     rows = []
+    stages = {"target": targets}
 
     def on_record(epoch, matrices, loss, gradient) -> None:
+        if spec["save_recorded_weights"]:  # copies: epoch 0's matrices are also ``initial``
+            stages[f"epoch{epoch}"] = {name: w.copy() for name, w in matrices.items()}
         for name, weight in matrices.items():
             comparisons = compare(
                 weight,
@@ -98,7 +102,7 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
     table["diverged_epoch"] = pd.array([outcome.diverged_epoch] * len(table), dtype="Int64")
     settings = pd.DataFrame([_settings_columns(spec)] * len(table))
     table = pd.concat([settings, table], axis=1)
-    stages = {"target": targets, "initial": outcome.initial, "final": outcome.final}
+    stages |= {"initial": outcome.initial, "final": outcome.final}
     weights = {f"{stage}.{name}": w for stage, mats in stages.items() for name, w in mats.items()}
     return table, weights
 

@@ -84,7 +84,8 @@ class Trial:
                 choice("strategy"),
                 f"{init}-bs{s['batch_size']}-ep{s['epochs']}"
                 f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
-                f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}-{s['dtype']}",
+                f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}"
+                f"{'-weights' if s['save_recorded_weights'] else ''}-{s['dtype']}",
             ]
         )
 

@@ -246,7 +246,7 @@ def saved_weights(model: str, depth: int, d: int = 6, diverge: bool = False) -> 
     ],
 )
 def test_exp7_rows_and_table(model, depth, bounds):
-    spec = {"model": model, "depth": depth, "dim": 6, "seed": 4}
+    spec = {"model": model, "depth": depth, "dim": 6, "seed": 4, "epochs": 10}
     rows = exp7_rows(saved_weights(model, depth), spec, EXP7_SETTINGS)
     assert list(rows.columns) == EXP7_ROW_COLUMNS
     assert set(rows["bound"]) == bounds
@@ -267,6 +267,29 @@ def test_exp7_rows_and_table(model, depth, bounds):
     assert (table.loc[table["stage"] == "initial", "n"] == 2).all()
     assert list(table["stage"].unique()) == ["initial", "final"]
     assert (table["tightness_min"] >= 1 - 1e-10).all()
+
+
+def test_bounds_along_training_at_every_saved_epoch():
+    spec = {"model": "deep_linear", "depth": 2, "dim": 6, "seed": 0, "epochs": 10}
+    weights = saved_weights("deep_linear", 2)
+    layers = {k.split(".", 1)[1]: v for k, v in weights.items() if k.startswith("final.")}
+    for epoch, scale in [(0, 1.0), (5, 2.0), (10, 3.0)]:
+        weights |= {f"epoch{epoch}.{name}": scale * w for name, w in layers.items()}
+    settings = {**EXP7_SETTINGS, "stages": ["recorded"]}
+    rows = exp7_rows(weights, spec, settings)
+    assert list(rows.columns) == EXP7_ROW_COLUMNS and set(rows["stage"]) == {"recorded"}
+    assert sorted(rows["epoch"].unique()) == [0, 5, 10]
+    assert_bounds_hold(rows)
+    final = exp7_rows(weights, spec, {**settings, "stages": ["final"]})
+    at_10 = rows[rows["epoch"] == 10].reset_index(drop=True)
+    assert final["epoch"].eq(10).all()
+    # The layers scaled by 3 (epoch 10) vs by 1 (final): the same κ, the same tightness.
+    np.testing.assert_allclose(at_10["kappa"], final["kappa"], rtol=1e-9)
+    np.testing.assert_allclose(at_10["tightness"], final["tightness"], rtol=1e-9)
+    table = exp7_table(pd.concat([rows, rows.assign(seed=1)]), "walk")
+    assert list(table["epoch"].unique()) == [0, 5, 10] and (table["n"] == 2).all()
+    with pytest.raises(ValueError, match="save_recorded_weights: true"):
+        exp7_rows(saved_weights("deep_linear", 2), spec, settings)
 
 
 def test_exp7_rejects_the_single_matrix():
@@ -302,7 +325,7 @@ def snakemake(workdir: Path, *args: str, config: Path = TEST_CONFIG) -> str:
 
 def gn_targets(config: dict) -> list[str]:
     """Every GN table, and every figure of the catalog drawn from them."""
-    parts = {"exp7", *config["sweeps"]}
+    parts = {"exp7", "along_training", *config["sweeps"]}
     figures = [n for n, f in CATALOG.items() if f.gauss_newton and set(f.gauss_newton) <= parts]
     tables = [f"results/tables/gn_{part}.{ext}" for part in parts for ext in ("parquet", "csv")]
     return tables + [f"results/figures/{n}.{ext}" for n in figures for ext in ("png", "pdf")]
@@ -310,17 +333,21 @@ def gn_targets(config: dict) -> list[str]:
 
 def test_end_to_end_on_the_test_config(tmp_path, gn_config):
     targets = gn_targets(gn_config)
+    paper_figures = [t for t in targets if "/figures/gn_fig" in t and t.endswith(".png")]
+    assert len(paper_figures) >= 19 and "results/figures/gn_along_training.png" in targets
     snakemake(tmp_path, *targets)
     for target in targets:
         assert (tmp_path / target).stat().st_size > 0, target
     per_trial = sorted((tmp_path / "results" / "gn").rglob("*.parquet"))
-    assert len(per_trial) == 6  # (deep linear L = 2, 3, ReLU MLP) x 2 seeds
+    assert len(per_trial) == 2 * 6  # (exp7, along_training) x (L = 2, 3, ReLU MLP) x 2 seeds
     for path in per_trial:
         rows = pd.read_parquet(path)
         assert list(rows.columns) == ["trial", *EXP7_ROW_COLUMNS]
         assert_bounds_hold(rows)
     exp7 = pd.read_csv(tmp_path / "results" / "tables" / "gn_exp7.csv")
     assert set(exp7["stage"]) == {"initial", "final"} and set(exp7["n"]) == {2}
+    along = pd.read_csv(tmp_path / "results" / "tables" / "gn_along_training.csv")
+    assert sorted(along["epoch"].unique()) == [0, 10, 20] and set(along["n"]) == {2}
     for name in gn_config["sweeps"]:
         table = pd.read_parquet(tmp_path / "results" / "tables" / f"gn_{name}.parquet")
         assert list(table.columns) == SWEEP_COLUMNS[name]

@@ -52,14 +52,28 @@ TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # The experiments the theory table covers (config key theory.experiments) that are configured.
 THEORY_EXPERIMENTS = [e for e in config["theory"]["experiments"] if e in TRIALS]
-# The Gauss-Newton parts that run: the listed sweeps, and exp7 if its trials are configured.
+# The Gauss-Newton parts that run: the listed sweeps, and the parts on saved weights (exp7:
+# initial and final; along_training: every recorded epoch) whose trials are configured.
 GN = config["gauss_newton"]
-GN_EXP7_TRIALS = [
-    t
-    for t in TRIALS.get(GN["exp7"]["experiment"], [])
-    if t.spec["model"] in GN["exp7"]["models"]
+GN_TRIAL_STAGES = {"exp7": GN["exp7"]["stages"], "along_training": ["recorded"]}
+GN_TRIALS = {
+    part: [
+        t
+        for t in TRIALS.get(GN[part]["experiment"], [])
+        if t.spec["model"] in GN["exp7"]["models"]
+    ]
+    for part in GN_TRIAL_STAGES
+}
+_unsaved = [
+    t for t in GN_TRIALS["along_training"] if not t.spec["save_recorded_weights"]
 ]
-GN_PARTS = [*GN["sweeps"], *(["exp7"] if GN_EXP7_TRIALS else [])]
+if _unsaved:
+    sys.exit(
+        f"Invalid config: config key experiments.{GN['along_training']['experiment']}: "
+        "gauss_newton.along_training needs its trials to save their weights "
+        "(setting save_recorded_weights: true)"
+    )
+GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trials)]
 # The figures whose experiments and GN parts are all configured (and whose theory table is made).
 DRAWN = [
     name
@@ -144,7 +158,7 @@ def figure_caption(wildcards):
             "",
         ]
     for part in figure.gauss_newton:
-        settings = GN["exp7"] if part == "exp7" else GN["sweeps"][part]
+        settings = GN[part] if part in GN_TRIALS else GN["sweeps"][part]
         lines += [
             f"``gauss_newton.{part}``: ``{json.dumps(settings, sort_keys=True)}``",
             "",

@@ -1,30 +1,42 @@
-# Gauss-Newton conditioning (second paper): the bounds on exp7's saved weights (one job per
-# trial, then one table) and the paper's experiments at initialisation (one job per sweep, one
-# table each). Settings: the config's `gauss_newton` block (schema); tables:
+# Gauss-Newton conditioning (second paper): the bounds on saved weights (exp7 at init and
+# after training, along_training at every recorded epoch; one job per trial, then one table
+# per part) and the paper's sweeps (one job per sweep, one table each). Settings: the config's `gauss_newton` block (schema); tables:
 # src/matcond/gn_experiments; figures: the `plot` rule (matcond.catalog). Every job runs on the
 # CPU in float64 with one thread: its largest eigenproblem is 4096 x 4096 at paper scale.
 import json
 
-GN_EXP7_SETTINGS = json.dumps(
-    {k: v for k, v in GN["exp7"].items() if k not in ("experiment", "models")},
-    sort_keys=True,
-)
+GN_TRIAL_SETTINGS = {
+    part: json.dumps(
+        {
+            **{
+                k: v for k, v in GN["exp7"].items() if k not in ("experiment", "models")
+            },
+            "stages": stages,
+        },
+        sort_keys=True,
+    )
+    for part, stages in GN_TRIAL_STAGES.items()
+}
 GN_SWEEP_SETTINGS = {
     name: json.dumps({"sweep": sweep, "data": GN["data"]}, sort_keys=True)
     for name, sweep in GN["sweeps"].items()
 }
 
 
-rule gn_exp7_trial:
-    """Exact GN condition number and its bounds for one exp7 trial's saved weights."""
+rule gn_trial:
+    """Exact GN condition number and its bounds for one trial's saved weights at the stages
+    of GN part `part` (exp7: initial and final; along_training: every recorded epoch).
+    """
     input:
         weights="results/trials/{trial}.safetensors",
     output:
-        "results/gn/{trial}.parquet",
+        "results/gn/{part}/{trial}.parquet",
     log:
-        "results/logs/gn/{trial}.log",
+        "results/logs/gn/{part}/{trial}.log",
     benchmark:
-        "results/benchmarks/gn/{trial}.tsv"
+        "results/benchmarks/gn/{part}/{trial}.tsv"
+    wildcard_constraints:
+        part="|".join(GN_TRIAL_STAGES),
     conda:
         "../../envs/matcond.yaml"
     threads: 1
@@ -36,23 +48,28 @@ rule gn_exp7_trial:
         runtime=30,
     params:
         spec=trial_spec,
-        settings=GN_EXP7_SETTINGS,
-        code=code_fingerprint("gn_exp7_trial.py"),
+        settings=lambda wildcards: GN_TRIAL_SETTINGS[wildcards.part],
+        code=code_fingerprint("gn_trial.py"),
     script:
-        "../../scripts/gn_exp7_trial.py"
+        "../../scripts/gn_trial.py"
 
 
-rule gn_exp7_table:
-    """Statistics of exact kappa and bound tightness over the exp7 trials."""
+rule gn_trials_table:
+    """Statistics of exact kappa and bound tightness over the trials of GN part `part`."""
     input:
-        [f"results/gn/{t.path}.parquet" for t in GN_EXP7_TRIALS],
+        lambda wildcards: [
+            f"results/gn/{wildcards.part}/{t.path}.parquet"
+            for t in GN_TRIALS[wildcards.part]
+        ],
     output:
-        parquet="results/tables/gn_exp7.parquet",
-        csv="results/tables/gn_exp7.csv",
+        parquet="results/tables/gn_{part}.parquet",
+        csv="results/tables/gn_{part}.csv",
     log:
-        "results/logs/gn/exp7_table.log",
+        "results/logs/gn/{part}_table.log",
     benchmark:
-        "results/benchmarks/gn/exp7_table.tsv"
+        "results/benchmarks/gn/{part}_table.tsv"
+    wildcard_constraints:
+        part="|".join(GN_TRIAL_STAGES),
     conda:
         "../../envs/matcond.yaml"
     resources:
@@ -60,10 +77,10 @@ rule gn_exp7_table:
         mem_mb=2000,
         runtime=10,
     params:
-        experiment=GN["exp7"]["experiment"],
-        code=code_fingerprint("gn_exp7_table.py"),
+        experiment=lambda wildcards: GN[wildcards.part]["experiment"],
+        code=code_fingerprint("gn_trials_table.py"),
     script:
-        "../../scripts/gn_exp7_table.py"
+        "../../scripts/gn_trials_table.py"
 
 
 rule gn_sweep:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from matcond.figures.style import Tables, figure, median_line, save
+from matcond.figures.style import Tables, figure, interval_line, median_line, save
 
 INPUT_KEYS = ["dataset", "whitened"]
 BOUND_LABELS = {
@@ -288,6 +288,53 @@ def gn_fig23_leaky_alpha(tables: Tables, png: str, pdf: str) -> None:
     for ax, _ in panels:
         ax.legend(fontsize=8)
     fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs α ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
+
+
+def _net_label(model: str, depth: int) -> str:
+    return "ReLU MLP" if model == "relu_mlp" else f"linear L={depth}"
+
+
+def gn_along_training(tables: Tables, png: str, pdf: str) -> None:
+    """κ (top) and each bound's tightness (bottom) vs epoch along the workflow's own training
+    runs, one column per inputs; median and interquartile range over the trials."""
+    table = tables["gn_along_training"]
+    inputs = sorted(table["inputs"].unique())
+    fig, axes = figure(len(inputs), width=5.5, nrows=2, height=3.8)
+    nets = list(dict.fromkeys(zip(table["model"], table["depth"], strict=True)))
+    colors = dict(zip(nets, sns.color_palette("tab10"), strict=False))
+    styles = {"lemma2_convex": "-", "lemma2_max": ":", "lemma1": "--", "lemma4": "-."}
+    for (top, bottom), name in zip(axes.T, inputs, strict=True):
+        rows = table[table["inputs"] == name]
+        for (model, depth), color in colors.items():
+            net = rows[(rows["model"] == model) & (rows["depth"] == depth)]
+            one = net[net["bound"] == net["bound"].iloc[0]]  # κ repeats along the bounds
+            label = f"{_net_label(model, depth)} (n={one['n_samples'].iloc[0]})"
+            interval_line(
+                top, one["epoch"], one["kappa_median"], one["kappa_q25"], one["kappa_q75"],
+                color, label, marker="o", ms=3,
+            )  # fmt: skip
+            flagged = one[one["n_unreliable"] > 0]
+            top.plot(flagged["epoch"], flagged["kappa_median"], "x", color="red", ms=8)
+            for bound, cell in net.groupby("bound", sort=False):
+                bottom.plot(
+                    cell["epoch"], cell["tightness_median"], styles[bound], color=color,
+                    label=f"{label}: {BOUND_LABELS[bound]}",
+                )  # fmt: skip
+        top.set_title(f"{name} inputs (red crosses: some κ flagged unreliable)", fontsize=9)
+        top.set_yscale("log")
+        top.set_ylabel("exact GN κ")
+        top.legend(fontsize=7)
+        bottom.set_yscale("log")
+        bottom.set_ylabel("tightness bound / exact")
+        bottom.set_xlabel("epoch")
+        bottom.legend(fontsize=6)
+    trials = int(table["n"].max())
+    fig.suptitle(
+        f"GN κ and bound tightness along training ({table['experiment'].iloc[0]}, "
+        f"{trials} trials per point, median and interquartile range)",
+        fontsize=10,
+    )
     save(fig, png, pdf)
 
 

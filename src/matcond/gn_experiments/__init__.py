@@ -105,10 +105,15 @@ training rows)
 
 exp7 (:func:`exp7_rows`, :func:`exp7_table`)
     For a deep linear trial (depth ``L``) or the ReLU MLP (= leaky ReLU with ``alpha = 0``), at
-    each stage (``initial``, ``final``) and for the inputs ``gaussian`` (``n`` samples of
-    ``N(0, I_d)``, the training distribution) and ``whitened`` (the same samples whitened): the
+    each stage (``initial``: epoch 0, ``final``: the last epoch, or ``recorded``: every epoch
+    whose weights the trial saved, ``save_recorded_weights``) and for the inputs ``gaussian``
+    (``n`` samples of ``N(0, I_d)``, the training distribution) and ``whitened`` (the same
+    samples whitened): the
     exact κ and one row per applicable bound: ``lemma2_convex``, ``lemma2_max`` (deep linear),
     ``lemma1`` (depth 2), ``lemma4`` (ReLU); columns ``EXP7_ROW_COLUMNS`` (``bound_value``,
-    ``tightness``, ``kappa_sigma``, ``diverged``, ...). The summary over trials has one row per
-    (model, depth, stage, inputs, n, bound) with the statistics of κ and of the tightness.
+    ``tightness``, ``kappa_sigma``, ``diverged``, ``epoch``, ...). The summary over trials has
+    one row per (model, depth, stage, epoch, inputs, n, bound) with the statistics of κ and of
+    the tightness. GN part ``exp7`` runs the stages of ``gauss_newton.exp7`` on the trials of
+    its experiment; part ``along_training`` the ``recorded`` stage on the trials of
+    ``gauss_newton.along_training.experiment`` (table ``gn_along_training``).
 """

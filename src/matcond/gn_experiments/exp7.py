@@ -30,8 +30,30 @@ def exp7_applies(spec: Settings) -> bool:
     return spec["model"] in EXP7_MODELS
 
 
+def exp7_stages(
+    weights: Mapping[str, np.ndarray], stages: Sequence[str], spec: Settings
+) -> list[tuple[str, str, int]]:
+    """``(stage, key prefix, epoch)`` of each stage asked for: ``initial`` (epoch 0), ``final``
+    (the trial's last epoch) and ``recorded``, every epoch saved by ``save_recorded_weights``
+    (an error naming the trial's setting if none was saved)."""
+    out = []
+    for stage in stages:
+        if stage != "recorded":
+            out.append((stage, stage, 0 if stage == "initial" else spec["epochs"]))
+            continue
+        epochs = sorted({int(key.split(".")[0][5:]) for key in weights if key.startswith("epoch")})
+        if not epochs:
+            raise ValueError(
+                "no weights saved at the recorded epochs: the trial needs the setting "
+                "save_recorded_weights: true"
+            )
+        out += [("recorded", f"epoch{epoch}", epoch) for epoch in epochs]
+    return out
+
+
 def exp7_layers(weights: Mapping[str, np.ndarray], stage: str, spec: Settings) -> list[np.ndarray]:
-    """``[W_1, ..., W_L]`` (input layer first) of a trial at ``stage`` from its saved weights."""
+    """``[W_1, ..., W_L]`` (input layer first) of a trial from its saved weights, ``stage``
+    the key prefix (``initial``, ``final``, ``epoch{e}``)."""
     layers = 2 if spec["model"] == "relu_mlp" else spec.get("depth", 1)
     if layers == 1:
         return [np.asarray(weights[f"{stage}.product"])]
@@ -61,8 +83,9 @@ def exp7_rows(
 ) -> pd.DataFrame:
     """Exact κ and every applicable bound of one exp7 trial, per stage and inputs.
 
-    ``settings``: ``stages``, ``n_samples`` (deep linear), ``relu_n_samples``, ``data_seed``.
-    Non-finite weights (a diverged trial) give rows of NaN with ``diverged`` True.
+    ``settings``: ``stages`` (:func:`exp7_stages`), ``n_samples`` (deep linear),
+    ``relu_n_samples``, ``data_seed``. Non-finite weights (a diverged trial) give rows of NaN
+    with ``diverged`` True.
     """
     model = spec["model"]
     if not exp7_applies(spec):
@@ -71,8 +94,8 @@ def exp7_rows(
     samples = gaussian_data(n, spec["dim"], settings["data_seed"])
     data = {"gaussian": samples, "whitened": whiten(samples)}
     rows = []
-    for stage in settings["stages"]:
-        layers = exp7_layers(weights, stage, spec)
+    for stage, prefix, epoch in exp7_stages(weights, settings["stages"], spec):
+        layers = exp7_layers(weights, prefix, spec)
         diverged = not all(np.isfinite(w).all() for w in layers)
         for name, x in data.items():
             base = {
@@ -81,6 +104,7 @@ def exp7_rows(
                 "dim": spec["dim"],
                 "seed": spec["seed"],
                 "stage": stage,
+                "epoch": epoch,
                 "inputs": name,
                 "n_samples": x.shape[0],
                 "diverged": diverged,
@@ -126,6 +150,7 @@ EXP7_ROW_COLUMNS = [
     "dim",
     "seed",
     "stage",
+    "epoch",
     "inputs",
     "n_samples",
     "diverged",
@@ -136,12 +161,13 @@ EXP7_ROW_COLUMNS = [
     "kappa_sigma",
     "bound_seconds",
 ]
-EXP7_KEYS = ["model", "depth", "stage", "inputs", "n_samples", "bound"]
+EXP7_KEYS = ["model", "depth", "stage", "epoch", "inputs", "n_samples", "bound"]
 EXP7_STATS = ("mean", "std", "median", "q25", "q75")
 
 
 def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
-    """Statistics over the trials of exp7 per (model, depth, stage, inputs, n, bound).
+    """Statistics over the trials of exp7 (or along training) per (model, depth, stage,
+    epoch, inputs, n, bound).
 
     ``kappa_*`` and ``tightness_*`` are :func:`matcond.stats.summarise` of the exact κ and of
     bound / exact over the trials that did not diverge (``n``; ``n_diverged`` left out;
@@ -174,8 +200,9 @@ def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
             }
         )
     table = pd.DataFrame(out)
-    stage_order = table["stage"].map({"initial": 0, "final": 1})
-    table = table.assign(_stage=stage_order).sort_values(["model", "depth", "_stage", "inputs"])
+    stage_order = table["stage"].map({"initial": 0, "recorded": 1, "final": 2})
+    table = table.assign(_stage=stage_order)
+    table = table.sort_values(["model", "depth", "_stage", "epoch", "inputs"], kind="stable")
     table = table.drop(columns="_stage").reset_index(drop=True)
     table.insert(0, "experiment", experiment)
     return table

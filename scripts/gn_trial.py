@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule `gn_exp7_trial`: one exp7 trial's weights -> GN κ and bounds."""
+"""Snakemake entry point of rule `gn_trial`: one trial's saved weights -> GN κ and bounds."""
 
 import json
 import sys

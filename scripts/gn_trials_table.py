@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule `gn_exp7_table`: per-trial GN tables -> one summary table."""
+"""Snakemake entry point of rule `gn_trials_table`: per-trial GN tables -> one summary table."""
 
 import sys
 
