@@ -87,9 +87,24 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
 
 
 def _check_gn_sweeps(config: dict[str, Any]) -> None:
-    """The constraints of the GN sweeps that the schema cannot say."""
-    sweeps = config.get("gauss_newton", {}).get("sweeps", {})
+    """The constraints of the GN sweeps that the schema cannot say, and the user's data files."""
+    from matcond.gn_experiments.data import load_data_file
+
+    gauss_newton = config.get("gauss_newton", {})
+    files = gauss_newton.get("data", {}).get("files", {})
+    for name, path in files.items():
+        try:
+            load_data_file(path)
+        except ValueError as err:
+            raise ConfigError(f"config key gauss_newton.data.files.{name}: {err}") from None
+    sweeps = gauss_newton.get("sweeps", {})
     for name, sweep in sweeps.items():
+        unknown = [d for d in sweep.get("datasets", []) if d not in ("digits", "gaussian", *files)]
+        if unknown:
+            raise ConfigError(
+                f"config key gauss_newton.sweeps.{name}.datasets: {unknown[0]!r} is not digits, "
+                "gaussian or a data set of gauss_newton.data.files"
+            )
         if sweep.get("architecture") == "vit" and sweep["dim"] % sweep["heads"]:
             raise ConfigError(
                 f"config key gauss_newton.sweeps.{name}.dim: {sweep['dim']} is not a multiple "

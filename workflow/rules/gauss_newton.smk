@@ -83,8 +83,20 @@ rule gn_trials_table:
         "../../scripts/gn_trials_table.py"
 
 
+def gn_sweep_files(wildcards):
+    """The user's data files a sweep reads (gauss_newton.data.files): a change reruns it."""
+    files = GN["data"]["files"]
+    return [
+        files[d]
+        for d in GN["sweeps"][wildcards.sweep].get("datasets", [])
+        if d in files
+    ]
+
+
 rule gn_sweep:
-    """One GN-paper experiment at initialisation (all its seeds) -> one table."""
+    """One GN-paper experiment (all its seeds) -> one table."""
+    input:
+        gn_sweep_files,
     output:
         parquet="results/tables/gn_{sweep}.parquet",
         csv="results/tables/gn_{sweep}.csv",
