@@ -366,6 +366,23 @@ FIGURES |= {
         "GN paper Fig. 16: a VGG-5-style CNN (SGD with momentum) " + PRUNING_CAPTION,
     ),
 }
+FIGURES |= {
+    "gn_appF_functional_hessian": _gn(
+        "appF_functional_hessian",
+        "GN paper appendix F: the functional Hessian H_F of a one-hidden-layer linear net W V x "
+        "learning a teacher Z x at Kaiming init (Gaussian inputs with standard deviations 1 to "
+        "10 across coordinates, raw and whitened): its pseudo-condition number from the closed "
+        "form (eigenvalues +-sigma(Omega), each m times; the title gives the largest deviation "
+        "from the autodiff H_F) against Eq. 18, kappa(W V - Z) kappa(Sigma), vs hidden width.",
+    ),
+    "gn_appG_init_bounds": _gn(
+        "appG_init_bounds",
+        "GN paper appendix G: the exact GN condition number of W V x at Kaiming init vs hidden "
+        "width with Lemma 1 (deterministic), Lemma 7 (its Gaussian-init version, holding with "
+        "probability 0.95) and the asymptotic bound G.2; the dotted line is kappa(Sigma), the "
+        "value the paper predicts for m >> max(d, k).",
+    ),
+}
 FIGURES["gn_fig8_linear_cnn"] = _gn(
     "fig8_linear_cnn",
     "GN paper Fig. 8: two-layer linear CNNs (F filters of size s x s with same padding, then a "

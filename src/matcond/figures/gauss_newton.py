@@ -338,6 +338,53 @@ def gn_along_training(tables: Tables, png: str, pdf: str) -> None:
     save(fig, png, pdf)
 
 
+def _bound_panels(table: pd.DataFrame, bounds: dict[str, str], ylabel: str):
+    """Per data set (dataset, whitened): κ (solid) and each bound column of ``bounds``
+    ({column: label}, dashed) vs hidden width, with κ(Σ) dotted; returns the figure."""
+    groups = _inputs(table)
+    fig, axes = figure(len(groups), width=5.5, height=4.2)
+    styles = ["--", "-.", ":"]
+    for ax, (_, rows) in zip(axes[0], groups, strict=True):
+        median_line(ax, rows, "width", "kappa", "C0", "exact κ", marker="o", ms=3)
+        for (column, label), color, style in zip(
+            bounds.items(), ["C1", "C2", "C3"], styles, strict=False
+        ):
+            median_line(ax, rows, "width", column, color, label, band=False, ls=style)
+        ax.axhline(rows["kappa_sigma"].iloc[0], color="grey", lw=0.8, ls=":", label="κ(Σ)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("hidden width m")
+        ax.set_ylabel(ylabel)
+        ax.set_title(_data_label(rows), fontsize=9)
+        ax.legend(fontsize=8)
+    return fig
+
+
+def gn_appF_functional_hessian(tables: Tables, png: str, pdf: str) -> None:
+    """Appendix F: κ of the functional Hessian of ``W V x`` and Eq. (18) vs width."""
+    table = tables["gn_appF_functional_hessian"]
+    fig = _bound_panels(table, {"bound": "Eq. 18"}, "κ(H_F) (solid), Eq. 18 (dashed)")
+    fig.suptitle(
+        f"Functional Hessian of W V x, teacher Z x: closed form vs autodiff within "
+        f"{table['reference_error'].max():.1e} ({_seeds(table)}, {SEEDS})",
+        fontsize=10,
+    )
+    save(fig, png, pdf)
+
+
+def gn_appG_init_bounds(tables: Tables, png: str, pdf: str) -> None:
+    """Appendix G: κ of ``W V x`` at Kaiming init vs width with Lemmas 1, 7 and G.2."""
+    table = tables["gn_appG_init_bounds"]
+    labels = {
+        "bound_lemma1": "Lemma 1",
+        "bound_lemma7": f"Lemma 7 (t = {table['t'].iloc[0]:.2f})",
+        "bound_asymptotic_g2": "G.2 (asymptotic)",
+    }
+    fig = _bound_panels(table, labels, "GN κ (solid) and bounds")
+    fig.suptitle(f"W V x at Kaiming init: κ → κ(Σ) as m grows ({_seeds(table)}, {SEEDS})")
+    save(fig, png, pdf)
+
+
 def gn_fig19_whitening(tables: Tables, png: str, pdf: str) -> None:
     """Fig. 19: κ vs depth with and without whitening the inputs."""
     table = tables["gn_fig19_whitening"]

@@ -1,4 +1,4 @@
-r"""Upper bounds on the GN pseudo-condition number (GN paper Lemmas 1, 2, 4 and Eq. 7).
+r"""Upper bounds on the GN pseudo-condition number (GN paper Lemmas 1, 2, 4, 7 and Eq. 7).
 
 Every bound returns a :class:`BoundResult` with its value, its per-layer / per-term
 components, and :meth:`BoundResult.tightness` (bound / exact). Notation as in
@@ -37,6 +37,12 @@ coincide with its statements):
   bound (Eqs. 25-26, ``Gamma`` replaced by ``X^T V^T V X``) is not implemented: Eq. (26)
   ``lambda_max(Gamma) <= lambda_max(X^T V^T V X)`` fails in general (e.g. ``X = I_2``,
   ``V = [[1, 1], [1, -1]]``, ``alpha = 0``: 2.618 > 2).
+
+* Lemma 7 (appendix G.1) is Lemma 1 with the extreme singular values of Gaussian ``V``
+  (``m x d``) and ``W`` (``k x m``) replaced by Vershynin's bounds ``sigma (sqrt(m) +- sqrt(.)
+  +- t)``: a bound on a random draw that holds with probability at least
+  ``1 - 8 exp(-t^2 / 2)``; a negative ``sqrt(m) - sqrt(.) - t`` gives the lower bound 0. At
+  ``t = 0`` it is appendix G.2's asymptotic bound (``d, k, m -> inf`` at fixed ratios).
 
 A smallest squared singular value of a numerically rank-deficient factor is set to exactly 0
 (``matrix_rank``), so that rounding never turns an infinite bound into a finite one.
@@ -253,3 +259,28 @@ def leaky_relu_bound(weights: Sequence[ArrayLike], x: ArrayLike, alpha: float) -
             "denominator": denominator,
         },
     )
+
+
+def lemma7_bound(
+    kappa_sigma: float, d: int, k: int, m: int, var_v: float, var_w: float, t: float
+) -> BoundResult:
+    """Appendix G's bound for ``W V x`` at a Gaussian init (``V_ij ~ N(0, var_v)``, ``W_ij ~
+    N(0, var_w)``, ``m >= max(d, k)``): with probability at least ``1 - 8 exp(-t^2/2)``,
+    ``kappa <= kappa(Sigma) (var_w (sqrt m + sqrt k + t)^2 + var_v (sqrt m + sqrt d + t)^2) /
+    (var_w (sqrt m - sqrt k - t)_+^2 + var_v (sqrt m - sqrt d - t)_+^2)``; ``t = 0``: G.2."""
+
+    def low(side: int) -> float:
+        return max(math.sqrt(m) - math.sqrt(side) - t, 0.0) ** 2
+
+    upper = var_w * (math.sqrt(m) + math.sqrt(k) + t) ** 2
+    upper += var_v * (math.sqrt(m) + math.sqrt(d) + t) ** 2
+    return BoundResult(
+        name="lemma7" if t else "asymptotic_g2",
+        value=kappa_sigma * _ratio(upper, var_w * low(k) + var_v * low(d)),
+        components={"kappa_sigma": kappa_sigma, "t": t},
+    )
+
+
+def lemma7_t(probability: float) -> float:
+    """The ``t`` at which Lemma 7 holds with ``probability``: ``1 - 8 exp(-t^2/2) = p``."""
+    return math.sqrt(2.0 * math.log(8.0 / (1.0 - probability)))

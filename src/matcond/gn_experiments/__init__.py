@@ -5,10 +5,11 @@ mathematics is the library's (:mod:`matcond.gauss_newton`), which imports nothin
 Modules: ``data`` (digits, Gaussian samples, whitening), ``networks`` (inits, the BatchNorm
 net), ``records`` (table columns of one network), ``sweeps`` (one function per figure,
 ``run_sweep``), ``sgd`` (the bias-free MLP and plain SGD with recorded epochs), ``pruning``
-(magnitude pruning), ``during_training`` (the sweeps that train), ``exp7`` (bounds on trained
-weights). Every κ is the pseudo-condition
-number of ``G_O = (1/n) sum_i J_i^T J_i`` (MSE loss) in float64; every bound is reported beside
-the exact value it bounds, with ``tightness = bound / exact`` (>= 1).
+(magnitude pruning), ``architectures`` (the pruning stand-ins), ``during_training`` (the
+sweeps that train), ``appendices`` (appendices F and G), ``exp7`` (bounds on trained
+weights). Every κ is the pseudo-condition number of ``G_O = (1/n) sum_i J_i^T J_i`` (MSE
+loss) in float64; every bound is reported beside the exact value it bounds, with
+``tightness = bound / exact`` (>= 1).
 
 Data (``make_inputs``)
     ``digits``: scikit-learn's 8 x 8 digits (1797 x 64, 10 classes), pixels / 16 in [0, 1], not
@@ -86,6 +87,18 @@ Pruning architectures (:mod:`architectures`; ``fig13_pruning_vit``, ``fig14_prun
     images (all 64 pixels, whitened on the flattened images): ``filters`` F of size
     ``kernel_size`` s (same padding, no bias) then a linear read-out to the 10 classes, Kaiming
     normal (fan-in s^2 and 64 F), κ exact through the Jacobian, tolerance rank.
+
+Appendices (:mod:`appendices`)
+    ``appF_functional_hessian`` (:func:`functional_hessian_sweep`): ``W V x`` (Kaiming normal)
+    learning a teacher ``Z x`` (``Z_ij ~ N(0, 1/d)``, its own seed) on ``n`` Gaussian samples
+    whose coordinates have standard deviations from 1 to 10 (raw, or whitened); ``kappa`` is
+    κ(H_F) = σ_max(Ω) / σ_min⁺(Ω) from the closed form (the reliability columns are those of
+    the spectrum of ΩᵀΩ, whose κ is κ(H_F)²), ``reference_error`` the largest deviation of
+    the autodiff H_F's ``|eigenvalues|`` from it (relative to σ_max), ``kappa_residual`` =
+    κ(W V - Z), ``bound`` = Eq. (18) = κ(W V - Z) κ(Σ), ``tightness``.
+    ``appG_init_bounds`` (:func:`init_bound_sweep`): the exact κ of ``W V x`` at Kaiming init
+    (variances ``2 / d``, ``2 / m``) per width with ``bound_lemma1``, ``bound_lemma7`` (``t``
+    for ``probability``), ``bound_asymptotic_g2`` (Lemma 7 at ``t = 0``) and their tightness.
 
 During training (:mod:`during_training`; digits with labels, SGD as ``fig1_pruning``, one row
 per recorded epoch: 0, every ``record_every``-th and the last, with ``train_loss`` on all

@@ -11,6 +11,7 @@ from torch import nn
 
 from matcond.gauss_newton.linear_cnn import linear_cnn_gn_spectrum
 from matcond.gauss_newton.reference import reference_gn_spectrum
+from matcond.gn_experiments.appendices import functional_hessian_sweep, init_bound_sweep
 from matcond.gn_experiments.data import Settings, digits_images, seed_list, sweep_inputs
 from matcond.gn_experiments.during_training import linear_training_sweep, relu_training_sweep
 from matcond.gn_experiments.networks import BETA_RULES, draw, kaiming_normal, one_hidden_linear
@@ -195,6 +196,7 @@ PRUNING_COLUMNS = [
     "epoch",
     "train_loss",
 ]
+INIT_BOUNDS = ["lemma1", "lemma7", "asymptotic_g2"]
 # Appendix I.1's architectures (Figs. 13-16), one sweep each.
 PRUNING_SWEEPS = [
     "fig13_pruning_vit",
@@ -243,6 +245,26 @@ SWEEP_COLUMNS = {
         *LINEAR_COLUMNS,
         *PER_LAYER_COLUMNS,
     ],
+    "appF_functional_hessian": [
+        *DATA_COLUMNS,
+        "width",
+        "seed",
+        *EXACT_COLUMNS,
+        "reference_error",
+        "kappa_residual",
+        "kappa_sigma",
+        "bound",
+        "tightness",
+    ],
+    "appG_init_bounds": [
+        *DATA_COLUMNS,
+        "width",
+        "seed",
+        *EXACT_COLUMNS,
+        "kappa_sigma",
+        "t",
+        *[f"{kind}_{b}" for kind in ("bound", "tightness") for b in INIT_BOUNDS],
+    ],
     "fig18_relu_training": [
         *TRAINING_COLUMNS,
         "gn_samples",
@@ -266,6 +288,8 @@ SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
     "fig8_linear_cnn": linear_cnn_sweep,
     "fig10_linear_training": linear_training_sweep,
     "fig18_relu_training": relu_training_sweep,
+    "appF_functional_hessian": functional_hessian_sweep,
+    "appG_init_bounds": init_bound_sweep,
 }
 
 
