@@ -10,6 +10,7 @@ per mode:
 - per training job: wall, compute, overhead = wall - compute (interpreter start, imports,
   Snakemake's script preamble, writing outputs), as medians and totals;
 - the peak memory of the training processes per dimension;
+- the job-seconds per rule and per Gauss-Newton part (each sweep, each part on saved weights);
 and the ratios between the two modes.
 
     python benchmarks/workflow_bench.py --experiments exp1_dimension exp2_optimizer
@@ -82,6 +83,23 @@ def rule_seconds(workdir: Path) -> pd.DataFrame:
     return table.sort_values("seconds", ascending=False)
 
 
+def gn_seconds(workdir: Path) -> pd.DataFrame:
+    """Jobs and job-seconds per GN part: each sweep and table (a file under
+    results/benchmarks/gn), each part on saved weights (a folder there: one job per trial)."""
+    root = workdir / "results" / "benchmarks" / "gn"
+    rows = [
+        {
+            "part": bench.relative_to(root).parts[0].removesuffix(".tsv"),
+            "seconds": float(pd.read_csv(bench, sep="\t").iloc[0]["s"]),
+        }
+        for bench in root.rglob("*.tsv")
+    ]
+    if not rows:
+        return pd.DataFrame(columns=["jobs", "seconds"])
+    table = pd.DataFrame(rows).groupby("part")["seconds"].agg(jobs="size", seconds="sum")
+    return table.sort_values("seconds", ascending=False)
+
+
 def report(mode: str, wall: float, jobs: pd.DataFrame, cores: int) -> None:
     """Print one mode's figures."""
     print(f"== {mode}: workflow wall time (--cores {cores}): {wall:.1f} s, {len(jobs)} trials")
@@ -134,6 +152,8 @@ def main() -> None:
         report(mode, wall, jobs, args.cores)
         print("job-seconds per rule (results/benchmarks):")
         print(rule_seconds(workdir).round(1).to_string())
+        print("GN job-seconds per part (results/benchmarks/gn):")
+        print(gn_seconds(workdir).round(1).to_string())
         results[mode] = (wall, jobs)
     if len(results) == 2:
         (wall_a, jobs_a), (wall_b, jobs_b) = results["process"], results["server"]
