@@ -386,8 +386,10 @@ FIGURES |= {
 FIGURES["gn_fig8_linear_cnn"] = _gn(
     "fig8_linear_cnn",
     "GN paper Fig. 8: two-layer linear CNNs (F filters of size s x s with same padding, then a "
-    "linear read-out to the 10 classes) at Kaiming init on the digits' 8 x 8 images, whitened "
-    "(the paper: n = 1000 of whitened MNIST; here the config's n), GN condition number vs "
-    "kernel size per number of filters (left) and vs filters per kernel size (right); exact "
-    "through the Jacobian, rank cut at the computation's precision.",
+    "second layer) at Kaiming init on the digits' 8 x 8 images, whitened (the paper: n = 1000 "
+    "of whitened MNIST; here the config's n), GN condition number vs kernel size per number of "
+    "filters (left) and vs filters per kernel size (right). The paper does not say what the "
+    "second layer is: top row a linear read-out to the 10 classes (exact through the "
+    "Jacobian), bottom row its Eq. 15 reading, a second s x s convolution to one output map "
+    "(autodiff reference); rank cut at the computation's precision.",
 )

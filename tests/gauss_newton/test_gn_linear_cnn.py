@@ -9,6 +9,7 @@ from torch import nn
 
 from matcond.gauss_newton import network_jacobian, reference_gn_spectrum
 from matcond.gauss_newton.linear_cnn import linear_cnn_gn_spectrum, linear_cnn_jacobian
+from matcond.gn_experiments.architectures import conv_pair
 
 
 class LinearCNN(nn.Module):
@@ -51,3 +52,22 @@ def test_even_kernels_and_misshapen_readouts_are_rejected() -> None:
         linear_cnn_jacobian(torch.ones(1, 2, 2), torch.ones(3, 16), images)
     with pytest.raises(ValueError, match="columns"):
         linear_cnn_jacobian(torch.ones(2, 3, 3), torch.ones(3, 16), images)
+
+
+def test_the_conv_head_reading_is_two_convolutions() -> None:
+    images = torch.randn(5, 8, 8, dtype=torch.float64, generator=generator(3))
+    kernel = torch.randn(3, 3, 3, dtype=torch.float64, generator=generator(4))
+    second = torch.randn(1, 3, 3, 3, dtype=torch.float64, generator=generator(5))
+    net = conv_pair(kernel, second)
+    hidden = nn.functional.conv2d(images[:, None], kernel[:, None], padding=1)
+    expected = nn.functional.conv2d(hidden, second, padding=1).reshape(5, 64)
+    torch.testing.assert_close(net(images.reshape(5, 64)), expected)
+
+
+def test_pointwise_filters_give_a_rank_one_gn_with_kappa_one() -> None:
+    # s = 1: y = (sum_f b_f a_f) x, so every Jacobian column is a multiple of x
+    images = torch.randn(4, 64, dtype=torch.float64, generator=generator(6))
+    kernel = torch.randn(5, 1, 1, dtype=torch.float64, generator=generator(7))
+    second = torch.randn(1, 5, 1, 1, dtype=torch.float64, generator=generator(8))
+    spectrum = reference_gn_spectrum(conv_pair(kernel, second), images)
+    assert spectrum.rank == 1 and rel(spectrum.kappa, 1.0) < 1e-12 and spectrum.reliable

@@ -652,22 +652,28 @@ def gn_fig9_spectrum(tables: Tables, png: str, pdf: str) -> None:
 
 
 def gn_fig8_linear_cnn(tables: Tables, png: str, pdf: str) -> None:
-    """Fig. 8: linear CNN κ vs kernel size per filters (left) and vs filters per size (right)."""
+    """Fig. 8: linear CNN κ vs kernel size per filters (left) and vs filters per size (right),
+    one row per reading of the second layer (``head``)."""
     table = tables["gn_fig8_linear_cnn"]
-    fig, ((left, right),) = figure(2, width=5.5, height=4.2)
-    for ax, x, hue, xlabel, name in (
-        (left, "kernel_size", "filters", "kernel size s", "F"),
-        (right, "filters", "kernel_size", "filters F", "s"),
-    ):
-        values = sorted(table[hue].unique())
-        for value, color in zip(values, sns.color_palette("viridis", len(values)), strict=True):
-            cell = table[table[hue] == value]
-            median_line(ax, cell, x, "kappa", color, f"{name} = {value}", marker="o", ms=3)
-        ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("GN κ")
-        ax.legend(fontsize=8)
-    if table["filters"].nunique() > 1:
-        right.set_xscale("log", base=2)
+    heads = sorted(table["head"].unique(), reverse=True)  # linear first
+    fig, axes = figure(2, width=5.5, nrows=len(heads), height=4.0)
+    second = {"linear": "linear read-out to 10 classes", "conv": "second conv to one map"}
+    for (left, right), head in zip(axes, heads, strict=True):
+        rows = table[table["head"] == head]
+        for ax, x, hue, xlabel, name in (
+            (left, "kernel_size", "filters", "kernel size s", "F"),
+            (right, "filters", "kernel_size", "filters F", "s"),
+        ):
+            values = sorted(rows[hue].unique())
+            for value, color in zip(values, sns.color_palette("viridis", len(values)), strict=True):
+                cell = rows[rows[hue] == value]
+                median_line(ax, cell, x, "kappa", color, f"{name} = {value}", marker="o", ms=3)
+            ax.set_yscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(f"GN κ ({head} head)")
+            ax.set_title(second[head], fontsize=9)
+            ax.legend(fontsize=8)
+        if rows["filters"].nunique() > 1:
+            right.set_xscale("log", base=2)
     fig.suptitle(f"Linear CNN at init, {_data_label(table)} ({_seeds(table)}, {SEEDS})")
     save(fig, png, pdf)

@@ -85,8 +85,10 @@ Pruning architectures (:mod:`architectures`; ``fig13_pruning_vit``, ``fig14_prun
 
     ``fig8_linear_cnn`` (:func:`linear_cnn_sweep`): two-layer linear CNNs on the digits' 8 x 8
     images (all 64 pixels, whitened on the flattened images): ``filters`` F of size
-    ``kernel_size`` s (same padding, no bias) then a linear read-out to the 10 classes, Kaiming
-    normal (fan-in s^2 and 64 F), κ exact through the Jacobian, tolerance rank.
+    ``kernel_size`` s (same padding, no bias) then, per ``head``, a linear read-out to the 10
+    classes (κ exact through the Jacobian) or a second s x s convolution from F maps to one
+    output map (Eq. 15; κ from the autodiff reference), Kaiming normal (fan-in s^2, then 64 F
+    or F s^2), tolerance rank.
 
 Appendices (:mod:`appendices`)
     ``appF_functional_hessian`` (:func:`functional_hessian_sweep`): ``W V x`` (Kaiming normal)

@@ -118,6 +118,19 @@ def vgg5(channels: int, classes: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def conv_pair(kernel: torch.Tensor, second: torch.Tensor) -> nn.Sequential:
+    """Fig. 8's other reading of a two-layer linear CNN (Eq. 15, convolutions throughout):
+    ``kernel`` (``F x s x s``) then ``second`` (``1 x F x s x s``), same padding, no bias,
+    float64, from ``b x 64`` rows to the ``b x 64`` output map."""
+    filters, size, _ = kernel.shape
+    first = nn.Conv2d(1, filters, size, padding=size // 2, bias=False, dtype=torch.float64)
+    last = nn.Conv2d(filters, 1, size, padding=size // 2, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        first.weight.copy_(kernel[:, None])
+        last.weight.copy_(second)
+    return nn.Sequential(_Images(), first, last, nn.Flatten())
+
+
 def build(spec: dict, classes: int, seed: int) -> nn.Module:
     """The float64 network of ``spec`` (``architecture``: ``vit`` with ``patch``, ``dim``,
     ``blocks``, ``heads``; ``resnet`` with ``blocks`` per stage and ``channels``; ``vgg5`` with

@@ -12,6 +12,7 @@ from torch import nn
 from matcond.gauss_newton.linear_cnn import linear_cnn_gn_spectrum
 from matcond.gauss_newton.reference import reference_gn_spectrum
 from matcond.gn_experiments.appendices import functional_hessian_sweep, init_bound_sweep
+from matcond.gn_experiments.architectures import conv_pair
 from matcond.gn_experiments.data import Settings, digits_images, seed_list, sweep_inputs
 from matcond.gn_experiments.during_training import linear_training_sweep, relu_training_sweep
 from matcond.gn_experiments.networks import BETA_RULES, draw, kaiming_normal, one_hidden_linear
@@ -132,27 +133,42 @@ def batchnorm_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
 
 
 def linear_cnn_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
-    """κ of two-layer linear CNNs on the digits' 8 x 8 images per kernel size and filters."""
+    """κ of two-layer linear CNNs on the digits' 8 x 8 images per kernel size and filters, for
+    each ``head``: ``linear`` (a read-out to the classes, exact through the Jacobian) or
+    ``conv`` (a second convolution to one output map, autodiff reference)."""
     rows = []
     for whitened in settings["whiten"]:
         inputs = digits_images(settings["n_samples"], whitened, data["seed"])
         side = int(round(inputs.x.shape[1] ** 0.5))
         images = inputs.x.reshape(-1, side, side)
-        for size in settings["kernel_sizes"]:
-            for filters in settings["filters"]:
-                for seed in seed_list(settings["seeds"]):
-                    shapes = [(filters, size * size), (inputs.outputs, filters * side * side)]
-                    kernel, readout = draw(shapes, seed, nn.init.kaiming_normal_)
-                    kernel = kernel.reshape(filters, size, size)
-                    rows.append(
-                        {
-                            **inputs.columns(),
-                            "kernel_size": size,
-                            "filters": filters,
-                            "seed": seed,
-                            **spectrum_columns(linear_cnn_gn_spectrum(kernel, readout, images)),
-                        }
-                    )
+        for head in settings["heads"]:
+            for size in settings["kernel_sizes"]:
+                for filters in settings["filters"]:
+                    for seed in seed_list(settings["seeds"]):
+                        second = (
+                            (inputs.outputs, filters * side * side)
+                            if head == "linear"
+                            else (1, filters * size * size)
+                        )
+                        kernel, last = draw(
+                            [(filters, size * size), second], seed, nn.init.kaiming_normal_
+                        )
+                        kernel = kernel.reshape(filters, size, size)
+                        if head == "linear":
+                            spectrum = linear_cnn_gn_spectrum(kernel, last, images)
+                        else:
+                            net = conv_pair(kernel, last.reshape(1, filters, size, size))
+                            spectrum = reference_gn_spectrum(net, inputs.x)
+                        rows.append(
+                            {
+                                **inputs.columns(),
+                                "head": head,
+                                "kernel_size": size,
+                                "filters": filters,
+                                "seed": seed,
+                                **spectrum_columns(spectrum),
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -232,6 +248,7 @@ SWEEP_COLUMNS = {
     "fig23_leaky_alpha": LEAKY_COLUMNS,
     "fig8_linear_cnn": [
         *DATA_COLUMNS,
+        "head",
         "kernel_size",
         "filters",
         "seed",
