@@ -6,7 +6,12 @@ import pytest
 import torch
 
 from matcond.gauss_newton import input_covariance, spectrum_from_eigenvalues
-from matcond.gauss_newton.spectrum import TOLERANCE, gram_floor, pseudo_kappa
+from matcond.gauss_newton.spectrum import (
+    TOLERANCE,
+    gram_floor,
+    pseudo_kappa,
+    spectrum_from_factor,
+)
 
 
 def test_analytic_rank_and_gap() -> None:
@@ -64,3 +69,18 @@ def test_input_covariance_from_samples_and_matrix() -> None:
     assert input_covariance(u @ vh).is_isotropic() and not from_x.is_isotropic()
     with pytest.raises(ValueError, match="zero"):
         input_covariance(torch.zeros(2, 2))
+
+
+@pytest.mark.parametrize("shape", [(30, 400), (400, 30), (40, 50)])
+def test_factor_spectrum_of_long_and_square_factors_against_known_singular_values(shape):
+    # U diag(s) V^T with s from 1 down to 1e-9 and five exact zeros: the kept eigenvalues are
+    # s^2 (the QR reduction of long factors must not change them), the zeros are cut
+    rows, cols = shape
+    gen = torch.Generator().manual_seed(0)
+    rank = min(shape) - 5
+    u = torch.linalg.qr(torch.randn(rows, rank, dtype=torch.float64, generator=gen)).Q
+    v = torch.linalg.qr(torch.randn(cols, rank, dtype=torch.float64, generator=gen)).Q
+    s = torch.logspace(0, -9, rank, dtype=torch.float64)
+    spectrum = spectrum_from_factor(u @ torch.diag(s) @ v.T, solver="svd", seconds_from=0.0)
+    assert spectrum.rank == rank and spectrum.reliable
+    assert abs(spectrum.kappa / 1e18 - 1) < 1e-6  # (s_max / s_min)^2

@@ -181,9 +181,17 @@ def spectrum_from_factor(
 ) -> GNSpectrum:
     """The spectrum of ``factor @ factor.T`` from the singular values of ``factor``.
 
+    A factor more than twice as long as it is wide (or the reverse) is first reduced to the
+    triangular ``R`` of its Householder QR, which has the same singular values and is backward
+    stable like the SVD itself (so :func:`factor_floor` of the original shape still applies);
+    LAPACK's SVD of a 1280 x 18688 Jacobian took 11x longer than QR and SVD of ``R``.
     ``seconds_from`` is the ``time.perf_counter()`` at which the computation started.
     """
-    singular = torch.linalg.svdvals(factor)
+    rows, cols = factor.shape
+    reduced = factor
+    if max(rows, cols) > 2 * min(rows, cols):
+        reduced = torch.linalg.qr(factor if rows > cols else factor.T, mode="r").R
+    singular = torch.linalg.svdvals(reduced)
     eigenvalues = singular**2
     floor = factor_floor(float(eigenvalues.max()), tuple(factor.shape))
     return spectrum_from_eigenvalues(
