@@ -363,3 +363,15 @@ def test_end_to_end_on_the_test_config(tmp_path, gn_config):
         ("gn_sweep", "results/tables/gn_fig6_leaky_width.parquet"),
         ("plot", "results/figures/gn_fig6_leaky_width.png"),
     ]
+
+
+def test_the_full_gn_config_merges_over_the_default():
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    update_config(config, yaml.safe_load((REPO / "config" / "gauss_newton_full.yaml").read_text()))
+    sweeps = validate_config(config)["gauss_newton"]["sweeps"]
+    assert sweeps["fig8_linear_cnn"]["n_samples"] == 50
+    assert sweeps["fig8_linear_cnn"]["kernel_sizes"] == [1, 3, 5, 7]  # kept from the default
+    assert sweeps["fig10_linear_training"]["epochs"] == 500
+    assert sweeps["fig15_pruning_resnet32"]["blocks"] == 5
