@@ -74,6 +74,18 @@ if _unsaved:
         "(setting save_recorded_weights: true)"
     )
 GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trials)]
+
+
+def gn_sweep_files(wildcards):
+    """The user's data files a sweep reads (gauss_newton.data.files): a change reruns it."""
+    files = GN["data"]["files"]
+    return [
+        files[d]
+        for d in GN["sweeps"][wildcards.sweep].get("datasets", [])
+        if d in files
+    ]
+
+
 # The figures whose experiments and GN parts are all configured (and whose theory table is made).
 DRAWN = [
     name

@@ -83,16 +83,6 @@ rule gn_trials_table:
         "../../scripts/gn_trials_table.py"
 
 
-def gn_sweep_files(wildcards):
-    """The user's data files a sweep reads (gauss_newton.data.files): a change reruns it."""
-    files = GN["data"]["files"]
-    return [
-        files[d]
-        for d in GN["sweeps"][wildcards.sweep].get("datasets", [])
-        if d in files
-    ]
-
-
 rule gn_sweep:
     """One GN-paper experiment (all its seeds) -> one table."""
     input:
