@@ -88,11 +88,11 @@ def init_bound_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
     t = lemma7_t(settings["probability"])
     for inputs in sweep_inputs(settings, data):
         d, k = inputs.x.shape[1], inputs.outputs
+        kappa_sigma = input_covariance(inputs.x).kappa
         for width in settings["widths"]:
             for seed in seed_list(settings["seeds"]):
                 weights = kaiming_normal([d, width, k], seed)
                 exact = linear_gn_spectrum(weights, inputs.x)
-                kappa_sigma = input_covariance(inputs.x).kappa
                 # Kaiming normal: variance 2 / fan_in
                 shape = (kappa_sigma, d, k, width, 2.0 / d, 2.0 / width)
                 bounds = {
