@@ -1,5 +1,6 @@
 """Code fingerprints follow the import graph of each rule's script (matcond.fingerprints)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,4 +75,14 @@ def test_an_edit_changes_the_fingerprint_of_its_dependents_only(tmp_path, monkey
     (package / "c.py").write_text("Y = 3\n")
     assert code_fingerprint(script) == before
     (package / "b.py").write_text("X = 2\n")
+    assert code_fingerprint(script) != before
+
+
+def test_the_script_content_counts_and_its_timestamp_does_not(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text("from matcond import stats\n")
+    before = code_fingerprint(script)
+    os.utime(script, (1, 1))
+    assert code_fingerprint(script) == before
+    script.write_text("from matcond import stats\nprint(1)\n")
     assert code_fingerprint(script) != before

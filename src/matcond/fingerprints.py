@@ -1,9 +1,11 @@
 """Code fingerprints that decide reruns, derived from the import graph of a rule's script.
 
-A rule's ``code`` param is the hash of every ``matcond`` module its script imports, directly or
-through other ``matcond`` modules (read from the source with :mod:`ast`, so a module imported
-inside a function counts too), and of the packages' ``__init__`` files on the way. Editing any
-of them reruns the rule's jobs; editing anything else does not. The execution backends
+A rule's ``code`` param is the hash of its script and of every ``matcond`` module the script
+imports, directly or through other ``matcond`` modules (read from the source with :mod:`ast`,
+so a module imported inside a function counts too), and of the packages' ``__init__`` files on
+the way. Editing any of them reruns the rule's jobs; editing anything else does not, and
+neither does a new timestamp (the workflow profile leaves out Snakemake's mtime-based ``code``
+trigger). The execution backends
 (:mod:`matcond.execution`: trial server, GPU claiming, job logs) decide how a job runs, not
 what it computes, and are left out.
 
@@ -74,8 +76,9 @@ def dependencies(script: Path) -> list[Path]:
 
 
 def code_fingerprint(script: Path) -> str:
-    """Hash of the package files ``script`` depends on (names and contents)."""
-    digest = hashlib.sha256()
+    """Hash of ``script``'s content and of the package files it depends on (names and
+    contents): a content change alters it, a new timestamp does not."""
+    digest = hashlib.sha256(Path(script).read_bytes())
     for path in dependencies(script):
         digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
         digest.update(path.read_bytes())
