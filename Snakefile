@@ -5,7 +5,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The paper config runs unless --configfile names others: then exactly what they list runs
+# (several files merge in order; --config overrides single keys either way).
+if not workflow.config_settings.configfiles:
+
+    configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from matcond.claims import evaluate, evaluate_readings, readings_summary, to_markdown
+from matcond.claims import evaluate, evaluate_readings, readings_summary, to_html, to_markdown
 from matcond.execution.joblog import logging_to
 
 with logging_to(snakemake.log[0]):
@@ -16,6 +16,7 @@ with logging_to(snakemake.log[0]):
     table = evaluate(claims, tables)
     table.to_csv(snakemake.output.csv, index=False)
     Path(snakemake.output.md).write_text(to_markdown(table))
+    Path(snakemake.output.html).write_text(to_html(table, "Claims"))
     print(table["verdict"].value_counts().to_string(), file=sys.stderr)
     readings = evaluate_readings(claims, tables)
     readings.to_parquet(snakemake.output.readings, index=False)

@@ -2,6 +2,7 @@
 what they change (read off the job list of `snakemake -n`)."""
 
 import filecmp
+import os
 import re
 import shutil
 import subprocess
@@ -65,7 +66,8 @@ def downstream(jobs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def downstream_of(experiment: str, *figures: str, theory: bool = False) -> list[tuple[str, str]]:
     """Jobs that must follow new trials of ``experiment``: its table, its figures, the claims
-    and the readings figure they feed, and the theory table and figure if it covers it."""
+    and the readings figure they feed, the list of diverged trials, and the theory table and
+    figure if it covers it."""
     theory_jobs = [("theory", "results/tables/theory.parquet")] if theory else []
     figures = (*figures, "readings", *(("theory",) if theory else ()))
     return sorted(
@@ -73,6 +75,7 @@ def downstream_of(experiment: str, *figures: str, theory: bool = False) -> list[
             ("aggregate", f"results/tables/{experiment}.parquet"),
             ("all", ""),
             ("claims", "results/claims.csv"),
+            ("divergence", "results/tables/diverged_trials.csv"),
             *theory_jobs,
             *(("plot", f"results/figures/{figure}.png") for figure in figures),
         ]
@@ -210,10 +213,98 @@ def test_rerun_of_a_trial_is_bit_identical(finished, tmp_path):
     assert filecmp.cmp(weights, finished / weights.relative_to(copy), shallow=False)
 
 
-def test_report_shows_every_figure(finished):
+@pytest.fixture(scope="module")
+def report(finished) -> Path:
     out = finished / "report.html"
     snakemake(finished, "--report", str(out))
-    html = out.read_text(errors="replace")
+    return out
+
+
+def test_report_shows_every_figure(report):
+    html = report.read_text(errors="replace")
     for name in FIGURES:
         assert f"{name}.png" in html
-    assert "claims.csv" in html
+    assert "claims.html" in html and "diverged_trials.html" in html
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's)")
+def test_report_renders_in_a_browser(report):
+    """Headless Chromium opens every category of the report, shows each result (every figure
+    loads, the claims and diverged-trials tables render as tables) and its caption; no page
+    error, no docutils message."""
+    from playwright.sync_api import sync_playwright
+
+    categories = sorted({f.category for f in FIGURES.values()} | {"Claims"})
+    shown = set()
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors = []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(report.as_uri())
+        page.wait_for_selector("text=RESULTS")
+        for category in categories:
+            page.get_by_text(category, exact=True).click()
+            for i in range(page.locator("nav table tbody tr").count()):
+                row = page.locator("nav table tbody tr").nth(i)
+                path = row.locator("td").first.inner_text().strip()
+                row.locator("a").nth(0).click()  # show the result
+                if path.endswith(".png"):
+                    image = page.locator("img[src^='data:image/png']")
+                    image.wait_for()
+                    assert image.evaluate("e => e.complete && e.naturalWidth > 100"), path
+                else:
+                    rows = page.frame_locator("iframe").locator("table tr")
+                    rows.first.wait_for()
+                    assert rows.count() >= 1, path
+                row.locator("a").nth(1).click()  # its caption
+                caption = page.inner_text("nav")
+                assert "DESCRIPTION" in caption.upper(), path
+                assert "System Message" not in caption and "Docutils" not in caption, path
+                shown.add(path)
+                page.get_by_text(category, exact=True).click()  # back to the category
+            page.get_by_text("Results", exact=True).click()
+        browser.close()
+    assert errors == []
+    expected = {f"results/figures/{name}.png" for name in FIGURES}
+    assert expected | {"results/claims.html", "results/diverged_trials.html"} <= shown
+
+
+def test_timestamps_alone_rerun_nothing(finished, small_config, tmp_path):
+    """A copy of the results (new mtimes, in walk order; as deep as the original below the
+    workflow, which claims.yaml is read relative to) after `touch` of every script and package
+    source file: nothing to be done."""
+    copy = finished.with_name(f"{finished.name}_copy")
+    shutil.copytree(finished, copy, symlinks=True, copy_function=shutil.copy)
+    for path in [*(REPO / "scripts").glob("*.py"), *(REPO / "src").rglob("*.py")]:
+        os.utime(path)
+    assert planned_jobs(copy, small_config) == []
+
+
+def test_a_script_edit_reruns_exactly_its_rules_jobs(finished, small_config):
+    """scripts/plot.py gains a comment (restored afterwards, mtime included): the plot jobs
+    rerun, nothing else."""
+    script = REPO / "scripts" / "plot.py"
+    original, stat = script.read_bytes(), script.stat()
+    try:
+        script.write_bytes(original + b"# an edit\n")
+        jobs = planned_jobs(finished, small_config)
+    finally:
+        script.write_bytes(original)
+        os.utime(script, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert {rule for rule, _ in jobs} == {"plot", "all"}
+    assert len(jobs) == len(FIGURES) + 1
+
+
+def test_no_figure_has_a_layout_problem(finished):
+    """matcond.figures.style.layout_problems, run by every plot job: no overlapping texts, no
+    legend over data, no unlabelled axis (its findings go to the plot's log)."""
+    problems = {
+        log.stem: [line for line in log.read_text().splitlines() if line.startswith("layout:")]
+        for log in (finished / "results" / "logs" / "plots").glob("*.log")
+    }
+    assert len(problems) == len(FIGURES)
+    assert {name: found for name, found in problems.items() if found} == {}

@@ -7,6 +7,7 @@ Light on purpose (no plotting imports): the Snakefile reads it at parse time.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 
@@ -393,3 +394,90 @@ FIGURES["gn_fig8_linear_cnn"] = _gn(
     "Jacobian), bottom row its Eq. 15 reading, a second s x s convolution to one output map "
     "(autodiff reference); rank cut at the computation's precision.",
 )
+
+
+def config_notes(
+    experiments: list[str],
+    gn_parts: list[str],
+    claim_tables: list[str],
+    used_elsewhere: list[str],
+) -> list[str]:
+    """One-line start-up messages on what a config leaves out.
+
+    ``experiments`` and ``gn_parts`` are what the config runs, ``claim_tables`` the experiment
+    of each claim of config/claims.yaml, ``used_elsewhere`` the experiments that other parts of
+    the workflow read (the readings, the theory table, the GN parts on saved weights). Names an
+    experiment that nothing draws or checks (with the closest known name, if it looks
+    misspelt), every figure that is skipped although some of what it needs is configured, and
+    how many figures and claims are skipped because their experiments are not configured.
+    """
+    from matcond.config import did_you_mean
+
+    configured = {*experiments, *gn_parts}
+    known = {
+        *(e for f in FIGURES.values() for e in (*f.experiments, *f.optional)),
+        *claim_tables,
+        *used_elsewhere,
+    }
+    notes = [
+        f"experiment {name}: no figure or claim uses it (its tables are still made)"
+        + did_you_mean(name, sorted(known - configured))
+        for name in experiments
+        if name not in known
+    ]
+    skipped = []
+    for name, figure in FIGURES.items():
+        needs = [*figure.experiments, *figure.gauss_newton]
+        missing = [n for n in needs if n not in configured]
+        if missing:
+            skipped.append(name)
+            if len(missing) < len(needs):
+                notes.append(f"figure {name} skipped: {', '.join(missing)} not configured")
+    if skipped:
+        notes.append(f"{len(skipped)} of {len(FIGURES)} figures skipped (not configured)")
+    unchecked = sorted({t for t in claim_tables if t not in configured})
+    if unchecked:
+        count = sum(t in unchecked for t in claim_tables)
+        notes.append(
+            f"{count} of {len(claim_tables)} claims not checked: experiments "
+            f"{', '.join(unchecked)} not configured"
+        )
+    return notes
+
+
+def _rest_text(text: str) -> str:
+    """``text`` with reST's substitution marks escaped outside ``literals`` (|x| is a norm)."""
+    parts = text.split("``")
+    return "``".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
+
+
+def trial_settings(specs: list[dict]) -> tuple[dict, list[str]]:
+    """The settings every trial of ``specs`` shares (defaults included), and the names of
+    those that differ between trials (seed among them)."""
+    keys = sorted({k for spec in specs for k in spec})
+    shared = {
+        k: specs[0][k] for k in keys if all(k in spec and spec[k] == specs[0][k] for spec in specs)
+    }
+    return shared, [k for k in keys if k not in shared]
+
+
+def report_caption(name: str, specs: dict[str, list[dict]], gn_settings: dict[str, dict]) -> str:
+    """Figure ``name``'s report caption (reST): its caption, then for each experiment it draws
+    (``specs``: the trial settings per configured experiment) every setting its trials share,
+    defaults included, and those they vary; for each GN part its settings (``gn_settings``)."""
+    figure = FIGURES[name]
+    lines = [_rest_text(figure.caption), ""]
+    for experiment in [*figure.experiments, *(e for e in figure.optional if e in specs)]:
+        shared, varied = trial_settings(specs[experiment])
+        lines += [
+            f"``{experiment}`` (table ``results/tables/{experiment}.csv``; n per point in the "
+            f"title), {len(specs[experiment])} trials, varying ``{', '.join(varied)}``; "
+            f"every other setting: ``{json.dumps(shared, sort_keys=True)}``",
+            "",
+        ]
+    for part in figure.gauss_newton:
+        lines += [
+            f"``gauss_newton.{part}``: ``{json.dumps(gn_settings[part], sort_keys=True)}``",
+            "",
+        ]
+    return "\n".join(lines)

@@ -323,3 +323,25 @@ def to_markdown(table: pd.DataFrame) -> str:
         "| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)
     ]
     return "\n".join(lines) + "\n"
+
+
+def to_html(table: pd.DataFrame, title: str) -> str:
+    """A table as one self-contained HTML page (for the report), numbers to 3 significant
+    digits."""
+    body = table.to_html(
+        index=False,
+        na_rep="",
+        float_format=lambda v: f"{v:.3g}",
+        escape=True,
+        border=0,
+        classes="claims",
+    )
+    style = (
+        "body{font-family:sans-serif;font-size:13px;margin:1em}"
+        "table{border-collapse:collapse}th,td{padding:3px 6px;border-bottom:1px solid #ddd;"
+        "text-align:left;vertical-align:top}th{position:sticky;top:0;background:#f4f4f4}"
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{style}</style></head><body><h1>{title}</h1>{body}</body></html>\n"
+    )

@@ -6,6 +6,7 @@ Light on purpose (json, yaml, jsonschema only): the Snakefile imports it at pars
 from __future__ import annotations
 
 import copy
+import difflib
 import errno
 import os
 from pathlib import Path
@@ -57,7 +58,20 @@ def _message(error, prefix: str) -> str:
         )
     if error.validator == "enum":
         msg += f"; allowed: {', '.join(map(str, error.validator_value))}"
+        if isinstance(error.instance, str):
+            msg += did_you_mean(error.instance, map(str, error.validator_value))
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        for name in error.instance:
+            if name not in known:
+                msg += did_you_mean(str(name), known)
     return msg
+
+
+def did_you_mean(name: str, known) -> str:
+    """' (did you mean 'x'?)' for the known name closest to a misspelt ``name``, else ''."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _is_number(text: str) -> bool:
@@ -71,7 +85,9 @@ def _is_number(text: str) -> bool:
 def raise_first_error(validator, instance, prefix: str = "config key ") -> None:
     """Raise ConfigError for the first schema violation (the deepest, most specific one)."""
     errors = sorted(
-        validator.iter_errors(instance), key=lambda e: (-len(e.absolute_path), e.message)
+        validator.iter_errors(instance),
+        # a misspelt key also makes the key it should have been "required": name the misspelling
+        key=lambda e: (-len(e.absolute_path), e.validator != "additionalProperties", e.message),
     )
     if errors:
         raise ConfigError(_message(errors[0], prefix))

@@ -98,6 +98,8 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
 
     outcome = train(spec, targets, device, on_record)
     table = pd.DataFrame(rows, columns=RESULT_COLUMNS[:7])
+    if outcome.diverged:  # nothing a diverged net computes is comparable, finite or not
+        table.loc[table["epoch"] >= outcome.diverged_epoch, ["trained", "error"]] = np.nan
     table["diverged"] = outcome.diverged
     table["diverged_epoch"] = pd.array([outcome.diverged_epoch] * len(table), dtype="Int64")
     settings = pd.DataFrame([_settings_columns(spec)] * len(table))

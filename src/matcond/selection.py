@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 
 class MissingRows(LookupError):
@@ -85,3 +86,36 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     kept = kept[np.isfinite(kept.astype(float))].astype(float).sort_index()
     kept.attrs["n_diverged"] = int(diverged.sum())
     return kept
+
+
+DIVERGED_COLUMNS = ["experiment", "trial", "diverged_epoch"]
+
+
+def diverged_trials(trials: dict[str, list[str]], root: str = "results/trials") -> pd.DataFrame:
+    """One row per diverged trial of each experiment (``trials``: experiment -> the trials'
+    paths below ``root``, without extension): experiment, trial, diverged_epoch."""
+    rows = []
+    for experiment, paths in trials.items():
+        for path in paths:
+            first = pq.read_table(f"{root}/{path}.parquet", columns=["diverged", "diverged_epoch"])
+            if first["diverged"][0].as_py():
+                epoch = first["diverged_epoch"][0].as_py()
+                rows.append({"experiment": experiment, "trial": path, "diverged_epoch": epoch})
+    return pd.DataFrame(rows, columns=DIVERGED_COLUMNS)
+
+
+def divergence_summary(diverged: pd.DataFrame, n_trials: int, shown: int = 3) -> str:
+    """One line for the end of a run: how many of ``n_trials`` diverged, the first ``shown``
+    of them with their epochs."""
+    if diverged.empty:
+        return f"No trial diverged ({n_trials} trials)."
+    first = [
+        f"{row.trial} (epoch {row.diverged_epoch})"
+        for row in diverged.drop_duplicates("trial").head(shown).itertuples()
+    ]
+    more = diverged["trial"].nunique() - len(first)
+    return (
+        f"{diverged['trial'].nunique()} of {n_trials} trials diverged (stored as NaN, left out "
+        f"of every statistic): {'; '.join(first)}{f'; and {more} more' if more else ''} "
+        "(all: results/diverged_trials.html)"
+    )

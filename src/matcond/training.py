@@ -101,9 +101,10 @@ def train(
     ``on_record`` is called at every epoch of :func:`record_epochs` with float64 copies of the
     model's matrices, the last step's loss (NaN at epoch 0) and, if ``record_gradients``, the
     last step's gradient of the loss w.r.t. the product matrix (linear teachers only). Training
-    stops at the first epoch whose loss or weights are not finite and returns it as
-    ``diverged_epoch``; the diverged weights are then recorded at that epoch and at every later
-    recorded epoch, so that a diverged trial has a row wherever a finished one has.
+    stops at the first epoch whose loss or weights are not finite, or whose loss exceeds
+    ``divergence_loss_ratio`` times the first epoch's, and returns it as ``diverged_epoch``;
+    the diverged weights are then recorded at that epoch and at every later recorded epoch, so
+    that a diverged trial has a row wherever a finished one has.
     """
     dtype = getattr(torch, spec["dtype"])
     kind, strategy = MODELS[spec["model"]], STRATEGIES[spec["strategy"]]
@@ -124,7 +125,7 @@ def train(
     initial = _snapshot(model)
     if 0 in recorded:
         on_record(0, initial, float("nan"), None)
-    loss_value, diverged_epoch, gradient = float("nan"), None, None
+    loss_value, first_loss, diverged_epoch, gradient = float("nan"), float("nan"), None, None
     for epoch in range(1, spec["epochs"] + 1):
         for step in range(spec["steps_per_epoch"]):
             x = torch.randn(*shape, generator=data_gen, dtype=dtype)
@@ -150,7 +151,11 @@ def train(
         if strategy.after_epoch is not None:
             strategy.after_epoch(model, epoch, spec, target)
         loss_value = float(loss.detach())
-        if not (np.isfinite(loss_value) and all(bool(torch.isfinite(p).all()) for p in params)):
+        if epoch == 1:
+            first_loss = loss_value
+        exploded = loss_value > spec["divergence_loss_ratio"] * first_loss > 0
+        finite = np.isfinite(loss_value) and all(bool(torch.isfinite(p).all()) for p in params)
+        if exploded or not finite:
             diverged_epoch = epoch
             snapshot = _snapshot(model)
             for later in sorted({epoch} | {e for e in recorded if e > epoch}):

@@ -23,3 +23,32 @@ rule aggregate:
         code=code_fingerprint("aggregate.py"),
     script:
         "../../scripts/aggregate.py"
+
+
+rule divergence:
+    """Every trial whose loss or weights became non-finite, with its epoch: the table behind
+    the run's closing summary line and the report's list."""
+    input:
+        all_trial_tables(),
+    output:
+        csv=DIVERGED_TABLE,
+        html=report(
+            "results/diverged_trials.html",
+            caption="../report/diverged.rst",
+            category="Claims",
+        ),
+    log:
+        "results/logs/divergence.log",
+    benchmark:
+        "results/benchmarks/divergence.tsv"
+    conda:
+        "../../envs/matcond.yaml"
+    resources:
+        gpu=0,
+        mem_mb=1000,
+        runtime=10,
+    params:
+        trials=trials_json,
+        code=code_fingerprint("divergence.py"),
+    script:
+        "../../scripts/divergence.py"

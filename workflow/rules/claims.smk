@@ -6,8 +6,9 @@ rule claims:
         claims=CLAIMS_FILE,
         tables=all_per_trial_tables(),
     output:
-        csv=report(
-            "results/claims.csv", caption="../report/claims.rst", category="Claims"
+        csv="results/claims.csv",
+        html=report(
+            "results/claims.html", caption="../report/claims.rst", category="Claims"
         ),
         md="results/claims.md",
         readings="results/tables/readings.parquet",

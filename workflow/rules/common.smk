@@ -4,7 +4,9 @@ import json
 import os
 import sys
 
-from matcond.catalog import FIGURES
+import yaml
+
+from matcond.catalog import FIGURES, config_notes, report_caption
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.config import ConfigError, check_results_dir, validate_config
 from matcond.execution.trialserver import ADDRESS_ENV, TrialServer
@@ -41,6 +43,11 @@ onstart:
 onsuccess:
     for server in TRIAL_SERVERS:
         server.stop()
+    if Path(DIVERGED_TABLE).exists():  # the one-line summary of diverged trials
+        import pandas as pd
+        from matcond.selection import divergence_summary
+
+        print(divergence_summary(pd.read_csv(DIVERGED_TABLE), len(TRIAL_BY_PATH)))
 
 
 onerror:
@@ -49,6 +56,7 @@ onerror:
 
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
+DIVERGED_TABLE = "results/tables/diverged_trials.csv"
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # The experiments the theory table covers (config key theory.experiments) that are configured.
 THEORY_EXPERIMENTS = [e for e in config["theory"]["experiments"] if e in TRIALS]
@@ -96,6 +104,19 @@ DRAWN = [
 ]
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
+if workflow.is_main_process:
+    _claims = yaml.safe_load(Path(CLAIMS_FILE).read_text())
+    for _note in config_notes(
+        list(TRIALS),
+        GN_PARTS,
+        [c["table"] for c in _claims["claims"]],
+        [
+            *(r["experiment"] for r in _claims.get("readings", [])),
+            *config["theory"]["experiments"],
+            *(GN[p]["experiment"] for p in GN_TRIALS),
+        ],
+    ):
+        print(f"Note: {_note}", file=sys.stderr)
 
 
 wildcard_constraints:
@@ -159,23 +180,27 @@ def figure_category(wildcards):
 def figure_caption(wildcards):
     """The figure's caption with the settings of its experiments or GN parts, for the report."""
     figure = FIGURES[wildcards.figure]
-    lines = [figure.caption, ""]
-    for name in [*figure.experiments, *(e for e in figure.optional if e in TRIALS)]:
-        experiment = {
-            k: v for k, v in config["experiments"][name].items() if k != "description"
-        }
-        lines += [
-            f"``{name}`` (table ``results/tables/{name}.csv``; n per point in the title): "
-            f"``{json.dumps(experiment, sort_keys=True)}``",
-            "",
-        ]
-    for part in figure.gauss_newton:
-        settings = GN[part] if part in GN_TRIALS else GN["sweeps"][part]
-        lines += [
-            f"``gauss_newton.{part}``: ``{json.dumps(settings, sort_keys=True)}``",
-            "",
-        ]
-    return "\n".join(lines)
+    specs = {
+        e: [t.spec for t in TRIALS[e]]
+        for e in [*figure.experiments, *figure.optional]
+        if e in TRIALS
+    }
+    gn_settings = {
+        p: GN[p] if p in GN_TRIALS else GN["sweeps"][p] for p in figure.gauss_newton
+    }
+    return report_caption(wildcards.figure, specs, gn_settings)
+
+
+def all_trial_tables():
+    """Every trial table of the run."""
+    return [f"results/trials/{path}.parquet" for path in TRIAL_BY_PATH]
+
+
+def trials_json(wildcards):
+    """Each experiment's trial paths, as JSON."""
+    return json.dumps(
+        {e: [t.path for t in ts] for e, ts in TRIALS.items()}, sort_keys=True
+    )
 
 
 def all_per_trial_tables():
@@ -199,5 +224,6 @@ def all_targets():
         name=config["checkpoints"],
         suffix=[".parquet", "_spectra.png", "_spectra.pdf"],
     )
-    claims = ["results/claims.csv", "results/claims.md", "results/readings.md"]
+    claims = ["results/claims.csv", "results/claims.html", "results/readings.md"]
+    claims += [DIVERGED_TABLE, "results/diverged_trials.html"]
     return tables + figures + analyses + claims

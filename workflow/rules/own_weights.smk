@@ -19,7 +19,11 @@ rule analyse_weights:
         lambda wildcards: config["checkpoints"][wildcards.name],
     output:
         table="results/checkpoints/{name}.parquet",
-        png="results/checkpoints/{name}_spectra.png",
+        png=report(
+            "results/checkpoints/{name}_spectra.png",
+            caption="../report/checkpoint.rst",
+            category="Your weights",
+        ),
         pdf="results/checkpoints/{name}_spectra.pdf",
     log:
         "results/logs/checkpoints/{name}.log",

@@ -10,6 +10,8 @@ states n in its title.
 
 from __future__ import annotations
 
+import sys
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,6 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
 from matcond.stats import bootstrap_ci  # noqa: E402
 
@@ -76,8 +80,122 @@ def error_axis(ax, label: str = ERROR_LABEL) -> None:
     ax.set_ylabel(label)
 
 
+def _drawn_ticklabels(axis) -> list:
+    """The tick labels an axis draws: those of ticks within its view interval."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * (high - low)
+    labels = []
+    for locs, ticks in (
+        (axis.get_majorticklocs(), axis.get_major_ticks),
+        (axis.get_minorticklocs(), axis.get_minor_ticks),
+    ):
+        for loc, tick in zip(locs, ticks(len(locs)), strict=True):
+            if low - slack <= loc <= high + slack:
+                labels += [tick.label1, tick.label2]
+    return labels
+
+
+def _texts(fig: plt.Figure) -> list:
+    """Every visible, non-empty text the figure draws: titles, axis and tick labels, legend
+    entries, annotations, figure-level texts."""
+    texts = [fig._suptitle, *fig.texts]
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        texts += [ax.title, ax._left_title, ax._right_title, *ax.texts]
+        for axis in (ax.xaxis, ax.yaxis):
+            texts += [axis.label, *_drawn_ticklabels(axis), axis.offsetText]
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+    for legend in filter(None, legends):
+        texts += [legend.get_title(), *legend.get_texts()]
+    unique = {id(t): t for t in texts if t is not None}  # the suptitle is in fig.texts too
+    return [t for t in unique.values() if t.get_visible() and t.get_text().strip()]
+
+
+def _covers_data(ax, box) -> bool:
+    """Whether display-space ``box`` covers a line vertex, scatter point, band vertex or bar
+    of ``ax`` that lies within the axes."""
+    points = [line.get_transform().transform(line.get_xydata()) for line in ax.lines]
+    for c in ax.collections:
+        if isinstance(c, PathCollection):
+            points.append(c.get_offset_transform().transform(c.get_offsets()))
+        else:
+            points += [c.get_transform().transform(p.vertices) for p in c.get_paths()]
+    stacked = [np.asarray(p, dtype=float).reshape(-1, 2) for p in points if len(p)]
+    xy = np.concatenate(stacked) if stacked else np.empty((0, 2))
+    area = ax.bbox.padded(-1)
+    inside = (
+        np.isfinite(xy).all(axis=1)
+        & (xy[:, 0] >= area.x0)
+        & (xy[:, 0] <= area.x1)
+        & (xy[:, 1] >= area.y0)
+        & (xy[:, 1] <= area.y1)
+    )
+    bars = [Bbox.intersection(p.get_window_extent(), area) for p in ax.patches]
+    return bool(box.count_contains(xy[inside])) or any(
+        bar is not None and bar.width > 0 and box.overlaps(bar) for bar in bars
+    )
+
+
+def _text_corners(text, renderer) -> np.ndarray:
+    """The 4 display-space corners of a text's (possibly rotated) box, shrunk by half a pixel:
+    recovered from its axis-aligned extent, width W = w cos t + h sin t and height
+    H = w sin t + h cos t for a w x h box rotated by t (0 <= t < 45 or 45 < t <= 90 deg)."""
+    box = text.get_window_extent(renderer)
+    theta = np.deg2rad(text.get_rotation() % 180)
+    c, s = abs(np.cos(theta)), abs(np.sin(theta))
+    if abs(c - s) < 1e-3:  # 45 degrees: w and h are not determined, keep the extent
+        c, s, theta = 1.0, 0.0, 0.0
+    w = (box.width * c - box.height * s) / (c * c - s * s)
+    h = (box.height * c - box.width * s) / (c * c - s * s)
+    half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [max(w - 1, 0), max(h - 1, 0)] / 2
+    rotation = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    return np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2]) + half @ rotation.T
+
+
+def _convex_overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two convex polygons (corners in order) overlap (separating-axis test)."""
+    for poly in (a, b):
+        edges = np.roll(poly, -1, axis=0) - poly
+        for normal in np.stack([-edges[:, 1], edges[:, 0]], axis=1):
+            pa, pb = a @ normal, b @ normal
+            if pa.max() <= pb.min() or pb.max() <= pa.min():
+                return False
+    return True
+
+
+def layout_problems(fig: plt.Figure) -> list[str]:
+    """What makes a figure unfit for a paper that its renderer can measure: two texts whose
+    extents overlap, a legend over data points of its axes, an axis without a label (unless
+    its tick labels are hidden too, as on the inner panels of a shared grid)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shapes = [(t, _text_corners(t, renderer)) for t in _texts(fig)]
+    problems = [
+        f"text {a.get_text()!r} overlaps {b.get_text()!r}"
+        for i, (a, corners_a) in enumerate(shapes)
+        for b, corners_b in shapes[i + 1 :]
+        if _convex_overlap(corners_a, corners_b)
+    ]
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            if _covers_data(ax, legend.get_window_extent(renderer)):
+                problems.append(f"legend of {ax.get_title()!r} covers data")
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            drawn = [t for t in _drawn_ticklabels(axis) if t.get_visible() and t.get_text()]
+            if not axis.label.get_text().strip() and drawn:
+                problems.append(f"{name} axis of {ax.get_title()!r} has no label")
+    return problems
+
+
 def save(fig: plt.Figure, png: str, pdf: str) -> None:
-    """Write the figure as PNG (for the report) and PDF (for papers, no timestamp) and close it."""
+    """Write the figure as PNG (for the report) and PDF (for papers, no timestamp) and close
+    it; print what :func:`layout_problems` finds (to the job's log)."""
+    for problem in layout_problems(fig):
+        print(f"layout: {problem}", file=sys.stderr)
     fig.savefig(png, dpi=DPI, bbox_inches="tight")
     fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None})
     plt.close(fig)

@@ -1,0 +1,116 @@
+"""Which config runs: the paper config without --configfile, exactly the given files with it;
+start-up notes on what a config leaves out (matcond.catalog.config_notes)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from matcond.catalog import FIGURES, config_notes
+from matcond.config import validate_config
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+TINY_EXP1 = {"experiments": {"exp1_dimension": {"grid": {"dim": [4]}, "seeds": 2}}}
+
+
+def dry_run(workdir: Path, *args: str) -> tuple[list[str], str]:
+    """The rules of the jobs `snakemake -n` plans (one entry per job), and its output."""
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir, "-n", *args]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    return re.findall(r"^(?:local)?rule (\w+):$", out, flags=re.M), out
+
+
+def write(path: Path, config: dict) -> str:
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_a_config_file_runs_exactly_what_it_lists(tmp_path):
+    rules, out = dry_run(tmp_path, "--configfile", write(tmp_path / "c.yaml", TINY_EXP1))
+    assert rules.count("train") == 2
+    assert len(rules) <= 20
+    assert rules.count("aggregate") == 1 and "results/tables/exp1_dimension.parquet" in out
+    assert "gn_sweep" not in rules
+
+
+def test_config_keys_stay_overridable_on_the_command_line(tmp_path):
+    config = write(tmp_path / "c.yaml", TINY_EXP1)
+    rules, out = dry_run(tmp_path, "--configfile", config, "--config", "device=cpu")
+    assert rules.count("train") == 2
+    _, out = dry_run(tmp_path, "--configfile", config, "--config", "trial_server=False", "-p")
+    assert "/d4/" in out and "/d64/" not in out
+
+
+def test_several_config_files_merge_in_order(tmp_path):
+    more = {"experiments": {"exp1_dimension": {"seeds": 3}}}
+    files = [write(tmp_path / "a.yaml", TINY_EXP1), write(tmp_path / "b.yaml", more)]
+    rules, _ = dry_run(tmp_path, "--configfile", *files)
+    assert rules.count("train") == 3
+
+
+def test_without_a_config_file_the_paper_config_runs(tmp_path):
+    paper = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    rules, _ = dry_run(tmp_path, "--config", "trial_server=False")
+    assert rules.count("gn_sweep") == len(paper["gauss_newton"]["sweeps"])
+    assert rules.count("aggregate") == len(paper["experiments"])
+
+
+def test_start_up_notes_as_a_user_sees_them(tmp_path):
+    config = {
+        "experiments": {
+            "exp1_dimensoin": {"seeds": 1},
+            "exp8_lr": {"grid": {"lr": [0.01]}, "seeds": 1},
+        }
+    }
+    _, out = dry_run(tmp_path, "--configfile", write(tmp_path / "c.yaml", config))
+    assert (
+        "Note: experiment exp1_dimensoin: no figure or claim uses it (its tables are still "
+        "made) (did you mean 'exp1_dimension'?)" in out
+    )
+    assert "Note: figure fig8_sensitivity skipped: exp8_wd not configured" in out
+    assert "figures skipped (not configured)" in out
+    assert "Traceback" not in out
+
+
+def test_a_config_without_any_paper_figure_runs_without_error(tmp_path):
+    config = {"experiments": {"mine": {"seeds": 1, "settings": {"dim": 4, "epochs": 2}}}}
+    proc = subprocess.run(
+        [
+            *map(str, [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path]),
+            *("--configfile", write(tmp_path / "c.yaml", config), "--cores", "1"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "Traceback" not in out and "KeyError" not in out
+    assert (tmp_path / "results" / "tables" / "mine.csv").stat().st_size > 0
+    assert (tmp_path / "results" / "claims.csv").stat().st_size > 0
+
+
+def test_notes_name_unused_and_misspelt_experiments_and_partial_figures():
+    needed = FIGURES["fig8_sensitivity"].experiments
+    notes = config_notes(["exp1_dimensoin", needed[0]], [], ["exp1_dimension"], [])
+    assert notes[0] == (
+        "experiment exp1_dimensoin: no figure or claim uses it (its tables are still made)"
+        " (did you mean 'exp1_dimension'?)"
+    )
+    assert f"figure fig8_sensitivity skipped: {needed[1]} not configured" in notes
+    assert notes[-1] == "1 of 1 claims not checked: experiments exp1_dimension not configured"
+
+
+def test_the_full_config_has_no_notes():
+    paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+    tables = [c["table"] for c in claims["claims"]]
+    gn = paper["gauss_newton"]
+    others = [r["experiment"] for r in claims["readings"]]
+    others += [gn[part]["experiment"] for part in ("exp7", "along_training")]
+    gn_parts = [*gn["sweeps"], "exp7", "along_training"]
+    assert config_notes(list(paper["experiments"]), gn_parts, tables, others) == []
