@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from matcond.figures.style import figure, layout_problems
+from matcond.figures.style import error_axis, figure, layout_problems
 
 
 def labelled(ax, title: str = "t") -> None:
@@ -90,4 +90,17 @@ def test_rotated_tick_labels_are_compared_by_their_rotated_boxes():
         labelled(ax)
         found = [p for p in layout_problems(fig) if p.startswith("text 'long")]
         assert bool(found) == crowded, found
+        plt.close(fig)
+
+
+def test_a_log_axis_keeps_tick_labels_and_thins_crowded_minor_ones():
+    """error_axis on data within one decade keeps matplotlib's minor labels (no major tick
+    shows); over ~1.5 decades only 2 and 5 x 10^k are labelled, which do not collide."""
+    for low, high in ((0.125, 0.134), (0.015, 0.4)):
+        fig, axes = figure(width=3.0, height=2.5)
+        ax = axes[0, 0]
+        ax.plot([1, 2, 3], [low, (low + high) / 2, high])
+        ax.set(xlabel="x", title="t")
+        error_axis(ax)
+        assert layout_problems(fig) == [], (low, high)
         plt.close(fig)

@@ -5,6 +5,7 @@ attention block."""
 from __future__ import annotations
 
 import matplotlib.colors as mcolors
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
@@ -127,6 +128,8 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
                 ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=6)
     ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=7)
     ax.set_yticks(range(len(claims)), claims, fontsize=7)
+    ax.set_xlabel("reading (control experiment: arm)")
+    ax.set_ylabel("claim")
     ax.grid(False)
     handles = [
         Patch(facecolor=VERDICT_COLORS[v], edgecolor="black", linewidth=0.5, label=v)
@@ -175,7 +178,9 @@ def ctrl_target_scale(tables: Tables, png: str, pdf: str) -> None:
     )
 
 
-def _heatmap(ax, values: pd.DataFrame, fmt: str, title: str, log: bool, cmap: str) -> None:
+def _heatmap(
+    ax, values: pd.DataFrame, fmt: str, title: str, log: bool, cmap: str, label: str
+) -> None:
     data = values.to_numpy(float)
     norm = mcolors.LogNorm() if log else mcolors.TwoSlopeNorm(vcenter=0.0, vmin=-1.0, vmax=1.0)
     image = ax.imshow(data, cmap=cmap, norm=norm, aspect="auto")
@@ -192,7 +197,8 @@ def _heatmap(ax, values: pd.DataFrame, fmt: str, title: str, log: bool, cmap: st
     ax.set_ylabel("spectral_lambda")
     ax.set_title(title)
     ax.grid(False)
-    ax.figure.colorbar(image, ax=ax, shrink=0.8)
+    colorbar = ax.figure.colorbar(image, ax=ax, shrink=0.8, label=label)
+    colorbar.ax.yaxis.set_minor_formatter(mticker.NullFormatter())
 
 
 def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
@@ -211,8 +217,18 @@ def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
     calm = autocorr >= 0
     chosen = kappa.where(calm).stack().idxmin() if calm.to_numpy().any() else None
     fig, ((left, middle, right),) = figure(3, width=4.8)
-    _heatmap(left, kappa, ".2g", "median kappa error at the last epoch", True, "viridis")
-    _heatmap(middle, autocorr, ".2f", "lag-1 autocorrelation of log kappa error", False, "RdBu")
+    _heatmap(
+        left, kappa, ".2g", "median kappa error at the last epoch", True, "viridis", "kappa error"
+    )
+    _heatmap(
+        middle,
+        autocorr,
+        ".2f",
+        "lag-1 autocorrelation of log kappa error",
+        False,
+        "RdBu",
+        "autocorrelation (< 0: oscillation)",
+    )
     if chosen is not None:
         i, j = list(kappa.index).index(chosen[0]), list(kappa.columns).index(chosen[1])
         for ax in (left, middle):
@@ -248,7 +264,7 @@ def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
     right.set_xlabel("epoch")
     right.set_ylabel(f"log kappa - log kappa* (seed {seed})")
     right.set_title("the last 50 epochs of one trial")
-    right.legend(fontsize=7)
+    right.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18), fontsize=7)
     fig.suptitle(f"Spectral regularisation: weight x clip ({n_label(rows)})")
     save(fig, png, pdf)
 

@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from matcond.figures.style import Tables, figure, interval_line, median_line, save
+from matcond.figures.style import (
+    Tables,
+    figure,
+    interval_line,
+    legend_outside,
+    median_line,
+    save,
+)
 
 INPUT_KEYS = ["dataset", "whitened"]
 BOUND_LABELS = {
@@ -74,6 +81,7 @@ def gn_exp7(tables: Tables, png: str, pdf: str) -> None:
                     ax.text(x, value, note, ha="center", va="bottom", fontsize=6, rotation=90)
         labels = [f"{'ReLU MLP' if m == 'relu_mlp' else f'linear L={d}'}\n{s}" for m, d, s in cells]
         ax.set_xticks(np.arange(len(cells)), labels, fontsize=8)
+        ax.set_xlabel("network and weights")
         ax.set_yscale("log")
         top = np.nanmax(np.where(np.isfinite(rows["bound_median"]), rows["bound_median"], np.nan))
         ax.set_ylim(top=max(top, rows["kappa_median"].max()) * 300)  # room for the numbers
@@ -141,6 +149,7 @@ def gn_fig3_bounds(tables: Tables, png: str, pdf: str) -> None:
         right.plot(layers, (gammas * terms).mean(axis=0), "s--", label=r"$\gamma_l\,\times$ term")
         right.set_yscale("log")
         right.set_xlabel("layer l")
+        right.set_ylabel("term (mean over seeds)")
         right.set_title(f"terms of Lemma 2 at L = {int(deepest['depth'].iloc[0])}", fontsize=9)
         right.legend(fontsize=8)
     fig.suptitle(f"Convex combination vs maximum bound ({_seeds(table)}, {SEEDS})")
@@ -324,6 +333,7 @@ def gn_along_training(tables: Tables, png: str, pdf: str) -> None:
         top.set_title(f"{name} inputs (red crosses: some κ flagged unreliable)", fontsize=9)
         top.set_yscale("log")
         top.set_ylabel("exact GN κ")
+        top.set_xlabel("epoch")
         top.legend(fontsize=7)
         bottom.set_yscale("log")
         bottom.set_ylabel("tightness bound / exact")
@@ -519,9 +529,10 @@ def _layer_lines(ax, long: pd.DataFrame, ylabel: str) -> None:
         )
     if len(shown):
         ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        legend_outside(ax, fontsize=7)
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
+    ax.set_title(ylabel, fontsize=9)
 
 
 def _training_title(rows: pd.DataFrame, what: str) -> str:
@@ -549,7 +560,7 @@ def gn_fig10_linear_training(tables: Tables, png: str, pdf: str) -> None:
     left.legend(fontsize=8)
     right.set_yscale("log")
     right.set_xlabel("epoch")
-    right.set_ylabel("GN κ (solid), Lemma 2 convex form (dashed)")
+    right.set_ylabel("GN κ (solid),\nLemma 2 convex form (dashed)")
     right.legend(fontsize=8)
     fig.suptitle(_training_title(table, "Deep linear net"), fontsize=10)
     save(fig, png, pdf)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 
@@ -40,7 +41,7 @@ NORMS = ["row_norms", "col_norms", "singular_values", "frobenius_norm", "overall
 SPECTRAL = ["condition_number", "effective_rank", "spectral_gap"]
 PAPER_THRESHOLD = "effective_rank_t0.01"
 LINEAR_THRESHOLD = 1e-4
-ERROR_LABEL = "relative error (median or mean, 95% CI)"
+ERROR_LABEL = "relative error\n(median or mean, 95% CI)"
 DPI = 130
 Tables = dict[str, pd.DataFrame]
 
@@ -69,11 +70,25 @@ def n_label(rows: pd.DataFrame) -> str:
     return n + (f", up to {diverged} diverged" if diverged else "") + " trials per point"
 
 
+class _SparseMinorLabels(matplotlib.ticker.LogFormatterSciNotation):
+    """Matplotlib's minor labels of a log axis (it shows them where the axis spans a few
+    decades at most), kept at 2 and 5 x 10^k where it spans more than one: 3, 4, 6 x 10^k
+    crowd each other there. Within one decade every minor label stays (no major one shows)."""
+
+    def __call__(self, value, pos=None):
+        low, high = sorted(self.axis.get_view_interval())
+        mantissa = value / 10 ** np.floor(np.log10(value))
+        if high > 10 * low and round(mantissa) not in (2, 5):
+            return ""
+        return super().__call__(value, pos)
+
+
 def error_axis(ax, label: str = ERROR_LABEL) -> None:
     """A log error axis fitted to what is drawn, or symmetric-log from 0 when a value is 0."""
     low = ax.dataLim.y0
     if np.isfinite(low) and low > 0:
         ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(_SparseMinorLabels())
     else:
         ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
         ax.set_ylim(bottom=0)
@@ -167,7 +182,8 @@ def _convex_overlap(a: np.ndarray, b: np.ndarray) -> bool:
 def layout_problems(fig: plt.Figure) -> list[str]:
     """What makes a figure unfit for a paper that its renderer can measure: two texts whose
     extents overlap, a legend over data points of its axes, an axis without a label (unless
-    its tick labels are hidden too, as on the inner panels of a shared grid)."""
+    its tick labels are hidden too, as on the inner panels of a shared grid) or a labelled
+    axis without tick labels."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     shapes = [(t, _text_corners(t, renderer)) for t in _texts(fig)]
@@ -182,12 +198,17 @@ def layout_problems(fig: plt.Figure) -> list[str]:
             continue
         legend = ax.get_legend()
         if legend is not None and legend.get_visible():
-            if _covers_data(ax, legend.get_window_extent(renderer)):
+            box = legend.get_window_extent(renderer)
+            twins = [o for o in fig.axes if o.bbox.bounds == ax.bbox.bounds]  # twinx too
+            if any(_covers_data(other, box) for other in twins):
                 problems.append(f"legend of {ax.get_title()!r} covers data")
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             drawn = [t for t in _drawn_ticklabels(axis) if t.get_visible() and t.get_text()]
-            if not axis.label.get_text().strip() and drawn:
+            labelled = bool(axis.label.get_text().strip())
+            if drawn and not labelled:
                 problems.append(f"{name} axis of {ax.get_title()!r} has no label")
+            if labelled and not drawn:
+                problems.append(f"{name} axis of {ax.get_title()!r} has no tick labels")
     return problems
 
 
@@ -258,8 +279,12 @@ def mark_unreliable(ax, rows: pd.DataFrame, x: str, column: str) -> None:
 
 
 def lines(ax, rows: pd.DataFrame, x: str, components: dict[str, str], **style) -> None:
-    """Each component's headline statistic with its interval against column ``x``."""
+    """Each component's headline statistic with its interval against column ``x``; markers
+    (one shape per component) only where there are few points (a marker per epoch of a long
+    run would bury the line)."""
     markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    if rows[x].nunique() > 30:
+        style = {"marker": None, **style}
     for i, (color, (component, label)) in enumerate(
         zip(palette(len(components)), components.items(), strict=False)
     ):
@@ -321,6 +346,7 @@ def bars(
             capsize=2,
         )
     ax.set_xticks(x, list(components.values()), rotation=30, ha="right")
+    ax.set_xlabel("component")
     error_axis(ax)
 
 
