@@ -16,13 +16,16 @@ import yaml
 from safetensors.torch import save_file
 
 from matcond.checkpoints import (
+    MIN_EIGENVALUES,
     CheckpointError,
     UnsafeCheckpointError,
     analyse_checkpoint,
     analyse_tensors,
     check_checkpoint_paths,
     load_checkpoint,
+    power_law_fit,
     result_columns,
+    skipped_entries,
 )
 from matcond.config import ConfigError
 from matcond.figures.own_weights import plot_spectra
@@ -237,7 +240,7 @@ def test_missing_checkpoint_path_names_the_config_key(tmp_path):
 
 
 # End to end through Snakemake.
-OUTPUTS = [".parquet", "_spectra.png", "_spectra.pdf"]
+OUTPUTS = [".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"]
 
 
 def run_snakemake(workdir: Path, names: list[str]) -> subprocess.CompletedProcess:
@@ -265,8 +268,14 @@ def test_rule_end_to_end(state_dict, tmp_path):
         table = pd.read_parquet(tmp_path / "results" / "checkpoints" / f"{name}.parquet")
         sort = {"by": "layer", "ignore_index": True}
         pd.testing.assert_frame_equal(table.sort_values(**sort), direct.sort_values(**sort))
-        for suffix in OUTPUTS[1:]:
-            assert (tmp_path / "results" / "checkpoints" / f"{name}{suffix}").stat().st_size > 1000
+        out = tmp_path / "results" / "checkpoints"
+        csv = pd.read_csv(out / f"{name}.csv")
+        assert list(csv["layer"]) == list(table["layer"])
+        np.testing.assert_allclose(csv["alpha"], table["alpha"].astype(float), rtol=1e-12)
+        skipped = pd.read_csv(out / f"{name}_skipped.csv")
+        assert set(skipped["layer"]) == set(state_dict) - set(table["layer"])
+        for suffix in OUTPUTS[3:]:
+            assert (out / f"{name}{suffix}").stat().st_size > 1000
 
 
 def test_rule_fails_early_on_a_missing_path(tmp_path):
@@ -288,3 +297,51 @@ def test_rule_refuses_a_code_running_pickle(tmp_path):
     log = (tmp_path / "results" / "logs" / "checkpoints" / "evil.log").read_text()
     assert "refusing to load checkpoint 'evil.pt'" in log
     assert not marker.exists() and not os.path.exists(tmp_path / "results/checkpoints/evil.parquet")
+
+
+def test_power_law_alpha_is_the_closed_form_mle_and_recovers_a_known_exponent():
+    """At the x_min it picks, alpha is the continuous MLE 1 + n / sum(ln(x / x_min)) (Clauset,
+    Shalizi and Newman 2009, eq. 3.1); on Pareto samples of density exponent 3 it finds ~3."""
+    rng = np.random.default_rng(0)
+    samples = rng.pareto(2.0, 4000) + 1.0  # density ~ x^-3 on [1, inf)
+    fit = power_law_fit(samples)
+    tail = samples[samples >= fit["alpha_xmin"]]
+    assert fit["alpha_n_tail"] == tail.size
+    closed_form = 1 + tail.size / np.log(tail / fit["alpha_xmin"]).sum()
+    assert fit["alpha"] == pytest.approx(closed_form, rel=1e-10)
+    assert fit["alpha"] == pytest.approx(3.0, abs=0.15)
+    assert 0 < fit["alpha_ks_distance"] < 0.05
+    few = power_law_fit(samples[: MIN_EIGENVALUES - 1])
+    assert all(np.isnan(v) for v in few.values())
+
+
+def test_a_layer_alpha_is_fitted_to_its_eigenvalues(state_dict):
+    table, spectra = analyse_tensors({"fc1.weight": state_dict["fc1.weight"]}, THRESHOLDS, RTOL)
+    row = table.iloc[0]
+    expected = power_law_fit(spectra["fc1.weight"] ** 2)
+    assert row["alpha"] == pytest.approx(expected["alpha"])
+    assert row["alpha_n_tail"] == expected["alpha_n_tail"] <= 16
+
+
+def test_optimizer_state_buffers_and_plain_values_are_skipped_and_listed(tmp_path):
+    """A training checkpoint with Adam's moments: only the model's weight matrices are
+    analysed; everything else is listed with its reason."""
+    torch.manual_seed(0)
+    net = Net()
+    adam = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x, y = torch.randn(8, 3, 6, 6), torch.randint(0, 5, (8,))
+    torch.nn.functional.cross_entropy(net(x), y).backward()
+    adam.step()
+    path = tmp_path / "train.pt"
+    torch.save({"model": net.state_dict(), "optimizer": adam.state_dict(), "epoch": 3}, path)
+    entries = load_checkpoint(path)
+    table, _ = analyse_tensors(entries, THRESHOLDS, RTOL)
+    assert sorted(table["layer"]) == ["model.conv.weight", "model.fc1.weight", "model.fc2.weight"]
+    skipped = skipped_entries(entries).set_index("layer")["reason"]
+    assert skipped["optimizer.state.0.exp_avg_sq"] == "optimizer or scheduler state"
+    assert skipped["model.bn.running_var"] == "normalisation buffer"
+    assert skipped["model.fc1.bias"].startswith("1-D tensor")
+    assert skipped["epoch"] == "not a tensor (int)"
+    assert len(skipped) + len(table) == len(entries)
+    bare = {f"state.{i}.exp_avg": v for i, v in enumerate(adam.state_dict()["state"][0].values())}
+    assert analyse_tensors(bare, THRESHOLDS, RTOL)[0].empty  # an optimizer's state on its own

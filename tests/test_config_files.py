@@ -114,3 +114,24 @@ def test_the_full_config_has_no_notes():
     others += [gn[part]["experiment"] for part in ("exp7", "along_training")]
     gn_parts = [*gn["sweeps"], "exp7", "along_training"]
     assert config_notes(list(paper["experiments"]), gn_parts, tables, others) == []
+
+
+def test_a_checkpoint_alone_runs_only_its_analysis(tmp_path):
+    """The README's command for one's own weights: a config with only `checkpoints`."""
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"fc.weight": torch.randn(8, 4)}, str(tmp_path / "mine.safetensors"))
+    config = write(tmp_path / "c.yaml", {"checkpoints": {"mine": "mine.safetensors"}})
+    rules, _ = dry_run(tmp_path, "--configfile", config)
+    assert sorted(rules) == ["all", "analyse_weights"]
+
+
+def test_a_config_with_nothing_to_run_is_refused_before_any_job(tmp_path):
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "-n", "--configfile"]
+    cmd.append(write(tmp_path / "c.yaml", {"device": "cpu"}))
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "config lists nothing to run: no experiments, gauss_newton.sweeps or checkpoints" in (
+        proc.stdout + proc.stderr
+    )

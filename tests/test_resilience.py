@@ -163,8 +163,9 @@ def test_interrupted_run_matches_the_reference(reference, resumed):
     assert {k["signal"] for k in resumed["kills"]} == {"SIGINT", "SIGKILL"}
     assert all(k["running_jobs"] > 0 for k in resumed["kills"]), resumed["kills"]
     expected = compared_files(reference)
-    # trial tables and weights, experiment tables, theory and readings tables, claims
-    assert len(expected) == 2 * n_trials(reference) + 2 * len(EXPERIMENTS) + 4 + 2
+    # trial tables and weights, experiment tables, theory, readings and diverged-trials
+    # tables, claims (CSV, Markdown, HTML)
+    assert len(expected) == 2 * n_trials(reference) + 2 * len(EXPERIMENTS) + 4 + 1 + 3
     got = compared_files(workdir)
     assert sorted(got) == sorted(expected)
     differ = [path for path in expected if got[path] != expected[path]]

@@ -10,8 +10,12 @@ Which tensors are analysed (in the file's order):
 - tensors of 3 or more dimensions as convolution kernels (out, in, *kernel), reshaped to
   out x (in * prod(kernel)): Conv1d (3-D), Conv2d (4-D) and Conv3d (5-D) alike. A 3-D tensor
   that is really a stack of matrices (e.g. experts) is flattened the same way, not split;
-- 0-D and 1-D tensors (biases, norm scales, counters), tensors with a zero-length dimension
-  and non-floating tensors (integers, booleans, quantized) are skipped.
+- skipped, and listed with the reason by :func:`skipped_entries`: optimizer and scheduler
+  state (entries under a key such as ``optimizer`` or ``optimizer_state_dict``, or an
+  optimizer's ``state.{i}.exp_avg`` and the like: Adam's moments are not weights), normalisation
+  buffers (``running_mean``, ``running_var``, ``num_batches_tracked``), entries that are not
+  tensors (epoch counters, notes), 0-D and 1-D tensors (biases, norm scales), tensors with a
+  zero-length dimension and non-floating tensors (integers, booleans, quantized).
 
 A checkpoint without any analysed tensor gives an empty table with the columns below.
 
@@ -26,7 +30,12 @@ Columns (norms are in the units of the weights; everything else is dimensionless
 - ``effective_rank_t{t}`` #{s_i > t s_1}, one column per configured threshold;
 - ``stable_rank`` ||W||_F^2 / s_1^2 (NaN for W = 0); ``spectral_gap`` (s_1 - s_2) / s_1;
 - ``row_norm_cv`` std / mean of the row norms (population std), ``row_norm_max_over_min``
-  max / min of the row norms (inf if a row is zero), and the same two for the columns.
+  max / min of the row norms (inf if a row is zero), and the same two for the columns;
+- ``alpha``: the exponent of a power law fitted to the tail of the eigenvalues of W^T W
+  (s_i^2 above the numerical rank cut), as WeightWatcher reports it: the ``powerlaw``
+  package's continuous maximum-likelihood fit with x_min chosen by the Kolmogorov-Smirnov
+  distance, which is ``alpha_ks_distance``; ``alpha_xmin`` and ``alpha_n_tail`` (eigenvalues
+  >= x_min). NaN for fewer than :data:`MIN_EIGENVALUES` eigenvalues.
 
 Loading never runs code from the file: safetensors files are parsed as safetensors, anything
 else goes through ``torch.load(weights_only=True)``, and a file that needs more than tensors
@@ -39,6 +48,7 @@ import json
 import os
 import pickle
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,8 +106,9 @@ def _is_safetensors(path: Path) -> bool:
     return 0 < header_len <= size - 8 and head[8:9] == b"{"
 
 
-def _flatten(obj: Any, prefix: str, out: dict[str, torch.Tensor]) -> None:
-    """Collect the tensors of nested dicts / lists under dotted names."""
+def _flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
+    """Collect the leaves (tensors and anything else) of nested dicts / lists under dotted
+    names."""
     import torch
 
     if isinstance(obj, torch.Tensor):
@@ -108,13 +119,16 @@ def _flatten(obj: Any, prefix: str, out: dict[str, torch.Tensor]) -> None:
     elif isinstance(obj, list | tuple):
         for i, value in enumerate(obj):
             _flatten(value, f"{prefix}.{i}" if prefix else str(i), out)
+    else:
+        out[prefix or "value"] = obj
 
 
-def load_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of a safetensors file or a torch state dict, on the CPU, by name.
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The entries of a safetensors file or a torch state dict, tensors on the CPU, by name.
 
-    Nested containers (e.g. ``{"model": state_dict, "epoch": 3}``) are flattened to dotted
-    names; non-tensor entries are dropped. Never unpickles anything but tensors.
+    Nested containers (e.g. ``{"model": state_dict, "optimizer": ..., "epoch": 3}``) are
+    flattened to dotted names; non-tensor leaves are kept as they are (see
+    :func:`skip_reason`). Never unpickles anything but tensors and plain values.
     """
     import torch
 
@@ -145,19 +159,65 @@ def load_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
             f"checkpoint {str(path)!r} is neither safetensors nor a torch file: "
             f"{type(err).__name__}: {err}"
         ) from None
-    tensors: dict[str, torch.Tensor] = {}
-    _flatten(loaded, "", tensors)
-    return tensors
+    entries: dict[str, Any] = {}
+    _flatten(loaded, "", entries)
+    return entries
 
 
-def as_matrix(tensor: torch.Tensor) -> np.ndarray | None:
-    """The float64 matrix analysed for ``tensor`` (see the module docstring), or None to skip."""
+# Keys whose entries are optimizer / scheduler state, and an optimizer's per-parameter state.
+OPTIMIZER_KEYS = {
+    "optimizer",
+    "optimizers",
+    "optimizer_state",
+    "optimizer_state_dict",
+    "optim",
+    "opt_state",
+    "scheduler",
+    "lr_scheduler",
+    "scaler",
+    "grad_scaler",
+}
+OPTIMIZER_STATE = re.compile(r"(^|\.)state\.\d+\.[a-z_]+$")
+BUFFERS = {"running_mean", "running_var", "num_batches_tracked"}
+
+
+def skip_reason(name: str, value: Any) -> str | None:
+    """Why entry ``name`` of a checkpoint is not analysed as a weight matrix (None: it is)."""
     import torch
 
-    if tensor.ndim < 2 or tensor.numel() == 0 or not tensor.is_floating_point():
-        return None
-    matrix = tensor.detach().to("cpu", torch.float64).reshape(tensor.shape[0], -1)
-    return matrix.numpy()
+    if not isinstance(value, torch.Tensor):
+        return f"not a tensor ({type(value).__name__})"
+    if OPTIMIZER_KEYS & set(name.split(".")) or OPTIMIZER_STATE.search(name):
+        return "optimizer or scheduler state"
+    if name.rsplit(".", 1)[-1] in BUFFERS:
+        return "normalisation buffer"
+    if value.ndim < 2:
+        return f"{value.ndim}-D tensor (bias, scale or counter)"
+    if value.numel() == 0:
+        return "empty tensor"
+    if not value.is_floating_point():
+        return f"not floating point ({str(value.dtype).removeprefix('torch.')})"
+    return None
+
+
+def skipped_entries(entries: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per entry that is not analysed: ``layer``, ``tensor_shape`` ('' for a
+    non-tensor), ``reason``."""
+    import pandas as pd
+
+    rows = [
+        {"layer": name, "tensor_shape": "x".join(map(str, getattr(v, "shape", ()))), "reason": r}
+        for name, v in entries.items()
+        if (r := skip_reason(name, v)) is not None
+    ]
+    return pd.DataFrame(rows, columns=["layer", "tensor_shape", "reason"])
+
+
+def as_matrix(tensor: torch.Tensor) -> np.ndarray:
+    """The float64 matrix analysed for a weight tensor: out x (everything else)."""
+    import torch
+
+    return tensor.detach().to("cpu", torch.float64).reshape(tensor.shape[0], -1).numpy()
 
 
 def result_columns(effective_rank_thresholds: Sequence[float]) -> list[str]:
@@ -181,7 +241,35 @@ def result_columns(effective_rank_thresholds: Sequence[float]) -> list[str]:
         "row_norm_max_over_min",
         "col_norm_cv",
         "col_norm_max_over_min",
+        "alpha",
+        "alpha_xmin",
+        "alpha_ks_distance",
+        "alpha_n_tail",
     ]
+
+
+MIN_EIGENVALUES = 10
+
+
+def power_law_fit(eigenvalues: np.ndarray) -> dict[str, float]:
+    """``alpha``, ``alpha_xmin``, ``alpha_ks_distance``, ``alpha_n_tail`` of the ``powerlaw``
+    package's fit to the positive ``eigenvalues`` (NaN for fewer than MIN_EIGENVALUES)."""
+    values = np.asarray(eigenvalues, dtype=np.float64)
+    values = values[values > 0]
+    nan = float("nan")
+    if values.size < MIN_EIGENVALUES:
+        return {"alpha": nan, "alpha_xmin": nan, "alpha_ks_distance": nan, "alpha_n_tail": nan}
+    import powerlaw
+
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # raised inside powerlaw 2.0
+        fit = powerlaw.Fit(values, verbose=False)
+    return {
+        "alpha": float(fit.power_law.alpha),
+        "alpha_xmin": float(fit.xmin),
+        "alpha_ks_distance": float(fit.power_law.D),
+        "alpha_n_tail": float((values >= fit.xmin).sum()),
+    }
 
 
 def _spread(norms: np.ndarray) -> tuple[float, float]:
@@ -216,24 +304,26 @@ def matrix_row(
         "row_norm_max_over_min": row_ratio,
         "col_norm_cv": col_cv,
         "col_norm_max_over_min": col_ratio,
+        **power_law_fit(s[: numerical_rank(s, rank_rtol)] ** 2),
     }
     return values, s
 
 
 def analyse_tensors(
-    tensors: Mapping[str, torch.Tensor],
+    entries: Mapping[str, Any],
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """The per-layer table of ``tensors`` and the singular values of each finite layer."""
+    """The per-layer table of the weight tensors among ``entries`` (those without a
+    :func:`skip_reason`) and the singular values of each finite layer."""
     import pandas as pd
 
     columns = result_columns(effective_rank_thresholds)
     rows, spectra = [], {}
-    for name, tensor in tensors.items():
-        w = as_matrix(tensor)
-        if w is None:
+    for name, tensor in entries.items():
+        if skip_reason(name, tensor) is not None:
             continue
+        w = as_matrix(tensor)
         row: dict[str, Any] = {
             "layer": name,
             "tensor_shape": "x".join(map(str, tensor.shape)),
@@ -248,6 +338,7 @@ def analyse_tensors(
         rows.append(row)
     table = pd.DataFrame(rows, columns=columns)
     int_columns = ["numerical_rank", *(c for c in columns if c.startswith("effective_rank_t"))]
+    int_columns.append("alpha_n_tail")
     dtypes = {c: "float64" for c in columns[6:]} | dict.fromkeys(int_columns, "Int64")
     dtypes |= {"layer": "str", "tensor_shape": "str", "dtype": "str"}
     dtypes |= {"rows": "int64", "cols": "int64", "finite": "bool"}

@@ -98,8 +98,16 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
     raise_first_error(_FillingValidator(schema), filled)
+    if not (filled["experiments"] or filled["checkpoints"] or _gn_sweeps(filled)):
+        raise ConfigError(
+            "config lists nothing to run: no experiments, gauss_newton.sweeps or checkpoints"
+        )
     _check_gn_sweeps(filled)
     return filled
+
+
+def _gn_sweeps(config: dict[str, Any]) -> dict[str, Any]:
+    return config.get("gauss_newton", {}).get("sweeps", {})
 
 
 def _check_gn_sweeps(config: dict[str, Any]) -> None:

@@ -238,7 +238,10 @@ def test_workflow_matches_a_local_run(cluster: SlurmCluster, tmp_path: Path) -> 
     logdirs = sorted(
         Path(path).relative_to(remote / ".snakemake" / "slurm_logs").parts[0] for _, _, path in jobs
     )
-    expected = ["group_gauss_newton_gn_sweep", "group_post_aggregate_claims_plot_theory"]
+    expected = [
+        "group_gauss_newton_gn_sweep",
+        "group_post_aggregate_claims_divergence_plot_theory",
+    ]
     assert logdirs == [*expected, "group_trials_train"], logdirs
     assert all("--gpus" not in call and " --cpus-per-task=" in call for call in calls), calls
     for _, job_id, _ in jobs:

@@ -222,8 +222,9 @@ def all_targets():
     analyses = expand(
         "results/checkpoints/{name}{suffix}",
         name=config["checkpoints"],
-        suffix=[".parquet", "_spectra.png", "_spectra.pdf"],
+        suffix=[".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"],
     )
     claims = ["results/claims.csv", "results/claims.html", "results/readings.md"]
     claims += [DIVERGED_TABLE, "results/diverged_trials.html"]
+    claims = claims if TRIALS else []  # a config of GN sweeps or checkpoints only
     return tables + figures + analyses + claims

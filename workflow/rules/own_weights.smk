@@ -14,11 +14,14 @@ CHECKPOINT_SETTINGS = json.dumps(
 
 
 rule analyse_weights:
-    """Per-layer spectral table and singular-value figure of one configured weight file."""
+    """Per-layer spectral table (parquet, CSV), the entries skipped and why, and the
+    singular-value figure of one configured weight file."""
     input:
         lambda wildcards: config["checkpoints"][wildcards.name],
     output:
         table="results/checkpoints/{name}.parquet",
+        csv="results/checkpoints/{name}.csv",
+        skipped="results/checkpoints/{name}_skipped.csv",
         png=report(
             "results/checkpoints/{name}_spectra.png",
             caption="../report/checkpoint.rst",
