@@ -128,7 +128,7 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
                 ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=6)
     ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=7)
     ax.set_yticks(range(len(claims)), claims, fontsize=7)
-    ax.set_xlabel("reading (control experiment: arm)")
+    ax.set_xlabel("reading (an arm of a control experiment)")
     ax.set_ylabel("claim")
     ax.grid(False)
     handles = [
@@ -157,7 +157,7 @@ def _arms_vs_dim(tables: Tables, png: str, pdf: str, name: str, arm_of) -> None:
             error_axis(ax)
             ax.set_title(f"{optimizer}: {component.replace('_', ' ')}")
         legend_outside(axes[0][col], fontsize=7)
-    fig.suptitle(f"{name} ({n_label(rows)})")
+    fig.suptitle(f"{name}: one line per reading of the paper's setting ({n_label(rows)})")
     save(fig, png, pdf)
 
 

@@ -329,12 +329,14 @@ def gn_along_training(tables: Tables, png: str, pdf: str) -> None:
                 bottom.plot(
                     cell["epoch"], cell["tightness_median"], styles[bound], color=color,
                     label=f"{label}: {BOUND_LABELS[bound]}",
+                    **({"marker": "x", "ms": 6} if bound == "lemma1" else {}),
                 )  # fmt: skip
         top.set_title(f"{name} inputs (red crosses: some κ flagged unreliable)", fontsize=9)
         top.set_yscale("log")
         top.set_ylabel("exact GN κ")
         top.set_xlabel("epoch")
         top.legend(fontsize=7)
+        bottom.set_title("crosses: Lemma 1 (equal to Lemma 2 convex at L = 2)", fontsize=9)
         bottom.set_yscale("log")
         bottom.set_ylabel("tightness bound / exact")
         bottom.set_xlabel("epoch")
