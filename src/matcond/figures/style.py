@@ -37,8 +37,6 @@ PAPER_COMPONENTS = {
     "frobenius_norm": "Frobenius norm",
     "overall": "overall matrix",
 }
-NORMS = ["row_norms", "col_norms", "singular_values", "frobenius_norm", "overall"]
-SPECTRAL = ["condition_number", "effective_rank", "spectral_gap"]
 PAPER_THRESHOLD = "effective_rank_t0.01"
 LINEAR_THRESHOLD = 1e-4
 ERROR_LABEL = "relative error\n(median or mean, 95% CI)"
