@@ -66,6 +66,8 @@ BAD = [
     ({"experiments": {}}, ["experiments"]),
     ({"experimentz": {}, "experiments": {"e": {"seeds": 1}}}, ["'experimentz' was unexpected"]),
     ({"experiments": {"Bad-Name": {"seeds": 1}}}, ["experiments", "Bad-Name"]),
+    ({"experiments": {"gn_exp7": {"seeds": 1}}}, ["experiments.gn_exp7", "taken by a table"]),
+    ({"experiments": {"theory": {"seeds": 1}}}, ["experiments.theory", "taken by a table"]),
     (
         {**one(), "gauss_newton": {"sweeps": {"fig13_pruning_vit": {"dim": 10, "heads": 4}}}},
         ["gauss_newton.sweeps.fig13_pruning_vit.dim", "not a multiple of heads"],

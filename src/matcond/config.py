@@ -93,11 +93,21 @@ def raise_first_error(validator, instance, prefix: str = "config key ") -> None:
         raise ConfigError(_message(errors[0], prefix))
 
 
+# Tables under results/tables that are not an experiment's (and every gn_* one).
+GENERATED_TABLES = ("theory", "readings", "diverged_trials")
+
+
 def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Return a validated deep copy of ``config`` with every default filled in."""
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
     raise_first_error(_FillingValidator(schema), filled)
+    for name in filled["experiments"]:
+        if name in GENERATED_TABLES or name.startswith("gn_"):
+            raise ConfigError(
+                f"config key experiments.{name}: the name is taken by a table the workflow "
+                f"writes itself (results/tables/{name}.parquet): choose another"
+            )
     if not (filled["experiments"] or filled["checkpoints"] or _gn_sweeps(filled)):
         raise ConfigError(
             "config lists nothing to run: no experiments, gauss_newton.sweeps or checkpoints"
