@@ -108,16 +108,12 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
                 f"config key experiments.{name}: the name is taken by a table the workflow "
                 f"writes itself (results/tables/{name}.parquet): choose another"
             )
-    if not (filled["experiments"] or filled["checkpoints"] or _gn_sweeps(filled)):
+    if not (filled["experiments"] or filled["checkpoints"] or filled["gauss_newton"]["sweeps"]):
         raise ConfigError(
             "config lists nothing to run: no experiments, gauss_newton.sweeps or checkpoints"
         )
     _check_gn_sweeps(filled)
     return filled
-
-
-def _gn_sweeps(config: dict[str, Any]) -> dict[str, Any]:
-    return config.get("gauss_newton", {}).get("sweeps", {})
 
 
 def _check_gn_sweeps(config: dict[str, Any]) -> None:

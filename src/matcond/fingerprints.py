@@ -5,9 +5,8 @@ imports, directly or through other ``matcond`` modules (read from the source wit
 so a module imported inside a function counts too), and of the packages' ``__init__`` files on
 the way. Editing any of them reruns the rule's jobs; editing anything else does not, and
 neither does a new timestamp (the workflow profile leaves out Snakemake's mtime-based ``code``
-trigger). The execution backends
-(:mod:`matcond.execution`: trial server, GPU claiming, job logs) decide how a job runs, not
-what it computes, and are left out.
+trigger). The execution backends (:mod:`matcond.execution`: trial server, GPU claiming, job
+logs) decide how a job runs, not what it computes, and are left out.
 
 Light on purpose (ast, hashlib): the Snakefile calls it at parse time.
 """

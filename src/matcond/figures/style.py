@@ -346,7 +346,7 @@ def bars(
     ax.set_xticks(x, list(components.values()), rotation=30, ha="right")
     ax.set_xlabel("component")
     error_axis(ax)
-    highs = rows["ci_high"].to_numpy(float)
+    highs = rows.loc[rows["component"].isin(list(components)), "ci_high"].to_numpy(float)
     top = np.nanmax(highs[np.isfinite(highs)], initial=0.0)
     # room above the highest whisker (autoscaling puts its cap on the frame)
     ax.set_ylim(top=max(ax.get_ylim()[1], 2.0 * top))
