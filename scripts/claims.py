@@ -9,17 +9,18 @@ import yaml
 
 from matcond.claims import evaluate, evaluate_readings, readings_summary, to_html, to_markdown
 from matcond.execution.joblog import logging_to
+from matcond.files import read_parquet, write_parquet
 
 with logging_to(snakemake.log[0]):
     claims = yaml.safe_load(Path(snakemake.input.claims).read_text())
-    tables = {Path(p).stem: pd.read_parquet(p) for p in snakemake.input.tables}
+    tables = {Path(p).stem: read_parquet(p) for p in snakemake.input.tables}
     table = evaluate(claims, tables)
     table.to_csv(snakemake.output.csv, index=False)
     Path(snakemake.output.md).write_text(to_markdown(table))
     Path(snakemake.output.html).write_text(to_html(table, "Claims"))
     print(table["verdict"].value_counts().to_string(), file=sys.stderr)
     readings = evaluate_readings(claims, tables)
-    readings.to_parquet(snakemake.output.readings, index=False)
+    write_parquet(readings, snakemake.output.readings)
     readings.to_csv(snakemake.output.readings_csv, index=False)
     summary = readings_summary(readings) if len(readings) else pd.DataFrame()
     Path(snakemake.output.readings_md).write_text(to_markdown(summary))

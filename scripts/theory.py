@@ -3,15 +3,14 @@
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from matcond.execution.joblog import logging_to
+from matcond.files import read_parquet, write_parquet
 from matcond.theory import prediction_table
 
 with logging_to(snakemake.log[0]):
-    tables = {Path(p).stem: pd.read_parquet(p) for p in snakemake.input}
+    tables = {Path(p).stem: read_parquet(p) for p in snakemake.input}
     table = prediction_table(tables)
-    table.to_parquet(snakemake.output.parquet, index=False)
+    write_parquet(table, snakemake.output.parquet)
     table.to_csv(snakemake.output.csv, index=False)
     agree = int(table["agrees"].sum()) if len(table) else 0
     print(f"{len(table)} rows; prediction inside the interval in {agree}", file=sys.stderr)

@@ -11,14 +11,18 @@ import yaml
 
 from matcond.claims import (
     CLAIM_COLUMNS,
-    VERDICTS,
     evaluate,
     evaluate_readings,
     readings_summary,
     to_markdown,
 )
+from matcond.claims_check import validate_claims
+from matcond.config import ConfigError
 
 SEEDS = 12
+REPO = Path(__file__).resolve().parents[1]
+CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+PAPER_EXPERIMENTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"]
 
 
 def trial_rows(component: str, errors, **settings) -> list[dict]:
@@ -217,15 +221,45 @@ def test_readings_evaluate_each_claim_under_each_arm(tables):
     assert summary.loc[0, "reproduced_by"] == "init=gaussian"
 
 
-def test_the_paper_claims_file_is_well_formed():
-    claims = yaml.safe_load(
-        (Path(__file__).resolve().parents[1] / "config" / "claims.yaml").read_text()
+def test_a_missing_baseline_of_the_direction_check_is_not_comparable(tables):
+    """The direction of a value claim reads its baseline's rows: none match (dim 64)."""
+    table = run(
+        tables,
+        claim(
+            "grows",
+            34.9,
+            filter={"component": "condition_number", "dim": 512},
+            expect="greater",
+            baseline={"component": "condition_number", "dim": 64},
+        ),
     )
-    ids = [c["claim_id"] for c in claims["claims"]]
-    assert len(ids) == len(set(ids)) >= 55
-    for c in claims["claims"]:
-        assert {"claim_id", "where", "statement", "paper_value", "table"} <= set(c)
-        if c.get("kind", "value") != "value":
-            assert "baseline" in c and "filter" in c
-        assert isinstance(c["paper_value"], int | float | list) or c["paper_value"] == "theory"
-    assert "not configured" in VERDICTS
+    assert table.loc["grows", "verdict"] == "not comparable"
+    assert "no trial matches" in table.loc["grows", "note"]
+
+
+def test_not_configured_and_not_comparable_on_the_paper_claims(tables):
+    """Of the paper's claims, with only exp1_dimension run (d = 32 and 512): those on other
+    experiments of the paper config are valid and not configured; those on d = 128 (no rows)
+    or on a component whose every value is NaN are not comparable."""
+    exp = tables["exp"]
+    nan_rows = pd.DataFrame(trial_rows("spectral_gap", [math.nan] * SEEDS, dim=128))
+    tables = {"exp1_dimension": pd.concat([exp, nan_rows], ignore_index=True)}
+    ids = ["exp1_kappa_d32", "review_kappa_d128", "exp1_spectral_gap_d128", "exp2_kappa_sgd"]
+    claims = {"claims": [c for c in CLAIMS["claims"] if c["claim_id"] in ids]}
+    validate_claims(claims, PAPER_EXPERIMENTS)
+    table = evaluate(claims, tables).set_index("claim_id")
+    assert table["verdict"].to_dict() == {
+        "exp1_kappa_d32": "not reproduced",  # 0.1 x lognormal against 0.27 +- 25 %
+        "review_kappa_d128": "not comparable",
+        "exp1_spectral_gap_d128": "not comparable",
+        "exp2_kappa_sgd": "not configured",
+    }
+    assert "no trial matches" in table.loc["review_kappa_d128", "note"]
+    assert "not finite" in table.loc["exp1_spectral_gap_d128", "note"]
+    assert table.loc["exp2_kappa_sgd", "note"] == "no experiment exp2_optimizer"
+    claims["claims"] = [
+        {**c, "table": "exp2_optimiser"} if c["table"] == "exp2_optimizer" else c
+        for c in claims["claims"]
+    ]
+    with pytest.raises(ConfigError, match="exp2_kappa_sgd: table: 'exp2_optimiser'"):
+        validate_claims(claims, PAPER_EXPERIMENTS)

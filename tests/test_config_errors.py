@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from matcond.checkpoints import check_checkpoint_paths
-from matcond.config import ConfigError, check_results_dir, validate_config
+from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +76,44 @@ BAD = [
         {**one(), "gauss_newton": {"sweeps": {"fig14_pruning_resnet20": {"blocks": 5}}}},
         ["gauss_newton.sweeps.fig14_pruning_resnet20.blocks", "3 was expected"],
     ),
+    # integer settings given as integer-valued floats: refused, naming the key
+    (one({"dim": 4.0}), ["defaults.dim", "4.0 is not of type 'integer' (write 4"]),
+    (one({"epochs": 5.0}), ["defaults.epochs", "write 5"]),
+    (one(settings={"model": "deep_linear", "depth": 2.0}), ["experiments.e", "depth", "write 2"]),
+    ({"experiments": {"e": {"seeds": 2.0}}}, ["experiments.e.seeds"]),
+    ({"experiments": {"e": {"seeds": [2**63]}}}, ["experiments.e.seeds"]),
+    (
+        {**one(), "gauss_newton": {"sweeps": {"fig13_pruning_vit": {"dim": 8.0}}}},
+        ["gauss_newton.sweeps.fig13_pruning_vit.dim", "integer"],
+    ),
+    # NaN and infinity anywhere: refused, naming the key
+    (one({"lr": float("nan")}), ["config key defaults.lr: nan is not a finite number"]),
+    (one({"noise_std": float("inf")}), ["defaults.noise_std: inf is not a finite"]),
+    (one(settings={"init_scale": float("nan")}), ["experiments.e.settings.init_scale: nan"]),
+    (one({"rank_rtol": float("-inf")}), ["defaults.rank_rtol: -inf"]),
+    (
+        one({"effective_rank_thresholds": [0.1, float("nan")]}),
+        ["defaults.effective_rank_thresholds.1: nan"],
+    ),
+    (one(grid={"lr": [0.01, float("inf")]}), ["experiments.e.grid.lr.1: inf"]),
+    # the same trial requested twice in one experiment: its seeds would count twice
+    (one(grid={"dim": [4, 4]}), ["experiments.e", "same trial", "listed twice"]),
+    (one(grid={"lr": [0.01, 0.010]}), ["experiments.e", "same trial", "listed twice"]),
+    (one(variants=[{"lr": 0.1}, {"lr": 0.1}]), ["experiments.e", "listed twice"]),
+    (
+        one(variants=[{"spectral_lambda": 0.1}, {"spectral_lambda": 0.2, "lr": 0.01}]),
+        ["experiments.e", "spectral_lambda (which differ) do not apply"],
+    ),
+    # a setting varied where it applies to no trial
+    (
+        one(grid={"spectral_lambda": [0.1]}),
+        ["experiments.e: it varies spectral_lambda, which applies to none of its trials"],
+    ),
+    # thresholds whose columns would share one name
+    (
+        one({"effective_rank_thresholds": [0.001, 0.0010000001]}),
+        ["experiments.e", "same label twice"],
+    ),
 ]
 
 
@@ -85,6 +123,28 @@ def test_bad_config_names_the_key(config, names):
         all_trials(validate_config(config))
     for name in names:
         assert name in str(err.value)
+
+
+def test_valid_grids_still_pass():
+    """Controls for the duplicate checks: distinct values, and a setting that applies to some
+    of the variants only, are accepted with one trial per combination and seed."""
+    config = one(
+        grid={"lr": [0.01, 0.02]},
+        variants=[{"strategy": "standard"}, {"strategy": "spectral_reg", "spectral_lambda": 0.1}],
+    )
+    config["experiments"]["e"]["seeds"] = 2
+    trials = all_trials(validate_config(config))["e"]
+    assert len(trials) == len({t.path for t in trials}) == 2 * 2 * 2
+
+
+def test_duplicate_yaml_key_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "c.yaml").write_text("experiments:\n  a: {seeds: 1}\n  a: {seeds: 2}\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: key 'a' appears twice .*line 3"):
+        load_yaml(tmp_path / "c.yaml")
+    (tmp_path / "ok.yaml").write_text("experiments:\n  a: {seeds: 1}\n  b: {seeds: 2}\n")
+    assert load_yaml(tmp_path / "ok.yaml") == {
+        "experiments": {"a": {"seeds": 1}, "b": {"seeds": 2}}
+    }
 
 
 def test_missing_checkpoint_names_the_key(tmp_path):
@@ -129,13 +189,19 @@ def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
             "config key experiments.walk: gauss_newton.along_training needs its trials to save "
             "their weights (setting save_recorded_weights: true)",
         ),
+        (
+            "experiments:\n  e: {seeds: 1}\n  e: {seeds: 2, settings: {dim: 4}}\n",
+            [],
+            "config.yaml: key 'e' appears twice in one mapping (line 3)",
+        ),
     ],
 )
 def test_snakemake_stops_before_any_job_without_traceback(tmp_path, file_config, cli, message):
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(file_config))
+    text = file_config if isinstance(file_config, str) else yaml.safe_dump(file_config)
+    (tmp_path / "config.yaml").write_text(text)
     proc = run(tmp_path, "--configfile", str(tmp_path / "config.yaml"), *cli)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert f"Invalid config: {message}" in out
+    assert "Invalid config: " in out and message in out.split("Invalid config: ", 1)[1]
     assert "Traceback" not in out and 'File "' not in out
     assert not (tmp_path / "results").exists()

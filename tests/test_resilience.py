@@ -11,6 +11,7 @@ import base64
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -200,3 +201,39 @@ def test_trials_are_identical_on_1_and_2_cores(reference, tmp_path):
     assert sorted(one_core) == sorted(trials)
     reference_files = compared_files(reference)
     assert [p for p in trials if one_core[p] != reference_files[p]] == []
+
+
+def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
+    """Truncated trial table (old mtime kept), a trial file replaced by another seed's, a
+    deleted trial file, a truncated table CSV and claims CSV, a 0-byte figure: the next plain
+    run names each, moves it to results/damaged/ and rebuilds it, byte for byte; the run
+    after that has nothing to do."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(reference, workdir, symlinks=True)
+    results = workdir / "results"
+    trials = sorted((results / "trials").rglob("seed*.parquet"))
+    truncated, replaced, deleted = trials[0], trials[1], trials[2].with_suffix(".safetensors")
+    stat = truncated.stat()
+    truncated.write_bytes(truncated.read_bytes()[:-100])
+    os.utime(truncated, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    other_seed = next(p for p in trials if p.parent != replaced.parent)
+    shutil.copy(other_seed, replaced)
+    deleted.unlink()
+    table_csv = results / "tables" / "exp1_dimension.csv"
+    table_csv.write_bytes(table_csv.read_bytes()[:-7])
+    claims_csv = results / "claims.csv"
+    claims_csv.write_bytes(claims_csv.read_bytes()[:-3])
+    figure = next((results / "figures").glob("*.png"))
+    figure.write_bytes(b"")
+    damaged = [truncated, replaced, table_csv, claims_csv, figure]
+
+    output = snakemake(workdir, "--cores", "2")
+    for path in damaged:
+        moved = results / "damaged" / path.relative_to(results)
+        assert f"Note: {path.relative_to(workdir)} is damaged" in output
+        assert moved.exists()
+    assert "unreadable parquet" in output and "holds the trial" in output
+    assert "truncated CSV" in output and "empty file" in output
+    assert compared_files(workdir) == compared_files(reference)
+    assert figure.stat().st_size > 0
+    assert "Nothing to be done" in snakemake(workdir, "-n")

@@ -1,6 +1,7 @@
 """The paper's quantitative claims checked against the trials, each with a bootstrap interval.
 
-Claims are data (config/claims.yaml). Each names an experiment (``table``) and reads its
+Claims are data (config/claims.yaml, checked before any job by :mod:`matcond.claims_check`
+against workflow/schemas/claims.schema.yaml). Each names an experiment (``table``) and reads its
 per-trial table (``results/per_trial/{experiment}.parquet``, one row per trial, matrix,
 recorded epoch and component). An *arm* is one value per trial: the rows matching a filter
 (setting values, ``component``, ``matrix`` — ``product`` unless given) at one epoch (the
@@ -80,6 +81,7 @@ VERDICTS = (
     "not configured",
 )
 DEFAULT_THRESHOLD = {"ratio": 1.0, "improvement": 0.0, "improvement_gap": 0.0, "correlation": 0.0}
+REDUCE = {"min": np.minimum, "max": np.maximum}
 
 
 def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -130,7 +132,7 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
         ratio = stat[a](samples[a], axis=axis) / stat[b](samples[b], axis=axis)
         return ratio if kind == "ratio" else 1 - ratio
 
-    reduce = {"min": np.minimum, "max": np.maximum}[claim.get("reduce", "min")]
+    reduce = REDUCE[claim.get("reduce", "min")]
 
     def measure(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
         values = []
@@ -232,12 +234,12 @@ def evaluate_claim(claim: dict, tables: dict[str, pd.DataFrame], tolerance: floa
     try:
         row["band_low"], row["band_high"] = reference(claim, tables, tolerance)
         arms, measure, statistic = _measurement(claim, tables)
+        value, low, high, paired, n = _estimate(arms, measure)
+        row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
+        row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
+        row["verdict"] = verdict(claim, row, tables)  # the direction may read the baseline's rows
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
-    value, low, high, paired, n = _estimate(arms, measure)
-    row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired, n=n)
-    row["n_diverged"] = max(a.attrs["n_diverged"] for a in arms)
-    row["verdict"] = verdict(claim, row, tables)
     if row["verdict"] == "not comparable":
         row["note"] = "the measurement or its reference is not finite"
     elif row["kind"] == "value" and statistic == "median" and "statistic" not in claim:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import difflib
 import errno
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,53 @@ def _with_defaults(validator_class):
     return validators.extend(validator_class, {"properties": set_defaults})
 
 
-_FillingValidator = _with_defaults(Draft202012Validator)
+# "integer" means an int: 4.0 is refused (JSON Schema would accept it, and then the trial's
+# path, seeds and array shapes would get a float).
+_TYPES = Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool)
+)
+StrictValidator = validators.extend(Draft202012Validator, type_checker=_TYPES)
+_FillingValidator = _with_defaults(StrictValidator)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise ConfigError(
+                    f"key {key!r} appears twice in one mapping (line {key_node.start_mark.line + 1}"
+                    "): the first would be silently dropped"
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(path: str | Path) -> Any:
+    """A YAML file's content; ConfigError naming the file for a duplicate key or bad YAML."""
+    try:
+        with open(path) as fh:
+            return yaml.load(fh, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except (ConfigError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def check_finite(value: Any, where: str = "") -> None:
+    """Raise ConfigError naming the key of the first NaN or infinite number in ``value``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key {where or '(top level)'}: {value} is not a finite number")
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        check_finite(item, f"{where}.{key}" if where else str(key))
 
 
 def _key_path(error) -> str:
@@ -56,6 +103,13 @@ def _message(error, prefix: str) -> str:
             " (a number given as a string: YAML reads 1e-3 as a string, write 1.0e-3; "
             "`--config key={a: 1}` passes nested values as strings, use a config file)"
         )
+    if (
+        error.validator == "type"
+        and isinstance(error.instance, float)
+        and error.instance.is_integer()
+        and "integer" in str(error.validator_value)
+    ):
+        msg += f" (write {error.instance:.0f}, an integer)"
     if error.validator == "enum":
         msg += f"; allowed: {', '.join(map(str, error.validator_value))}"
         if isinstance(error.instance, str):
@@ -101,6 +155,7 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
     """Return a validated deep copy of ``config`` with every default filled in."""
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
+    check_finite(filled)
     raise_first_error(_FillingValidator(schema), filled)
     for name in filled["experiments"]:
         if name in GENERATED_TABLES or name.startswith("gn_"):

@@ -13,7 +13,6 @@ gives byte-identical files on the CPU.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
 import time
@@ -21,14 +20,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 from safetensors.torch import save_file
 
 from matcond.components import compare, singular_values
 from matcond.execution.devices import claim_device
 from matcond.execution.joblog import logging_to
+from matcond.files import (
+    DIGEST_KEY,
+    SPEC_KEY,
+    replace_atomically,
+    weights_digest,
+    write_parquet,
+)
 from matcond.models import teacher_weights
 from matcond.training import train
 
@@ -109,29 +113,18 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
     return table, weights
 
 
-def _replace_atomically(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def write_table(table: pd.DataFrame, spec: dict, path: str | Path) -> None:
-    """Write the tidy table as parquet (atomically), with the spec in the file metadata."""
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    spec_json = json.dumps(spec, sort_keys=True).encode()
-    arrow = arrow.replace_schema_metadata(
-        {**(arrow.schema.metadata or {}), b"matcond.spec": spec_json}
-    )
-    _replace_atomically(Path(path), lambda p: pq.write_table(arrow, p))
+    """Write the tidy table as checksummed parquet (atomically), the spec in its metadata."""
+    write_parquet(table, path, {SPEC_KEY: json.dumps(spec, sort_keys=True)})
 
 
 def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) -> None:
-    """Write the weights as float64 safetensors (atomically), with the spec in the metadata."""
-    tensors = {
-        k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)) for k, v in weights.items()
-    }
-    meta = {"matcond.spec": json.dumps(spec, sort_keys=True)}
-    _replace_atomically(Path(path), lambda p: save_file(tensors, str(p), metadata=meta))
+    """Write the weights as float64 safetensors (atomically), with the spec and the digest of
+    the values (:func:`matcond.files.weights_digest`) in its metadata."""
+    arrays = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in weights.items()}
+    tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
+    meta = {SPEC_KEY: json.dumps(spec, sort_keys=True), DIGEST_KEY: weights_digest(arrays)}
+    replace_atomically(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
 
 BENCHMARK_COLUMNS = ["s", "h:m:s", "max_rss", "cpu_time", "compute_s"]

@@ -8,11 +8,13 @@ columns, then ``matrix``, ``epoch``, ``component``, ``trained``, ``target``, ``e
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+
+from matcond.files import read_trial
 
 
 class MissingRows(LookupError):
@@ -97,9 +99,9 @@ def diverged_trials(trials: dict[str, list[str]], root: str = "results/trials") 
     rows = []
     for experiment, paths in trials.items():
         for path in paths:
-            first = pq.read_table(f"{root}/{path}.parquet", columns=["diverged", "diverged_epoch"])
-            if first["diverged"][0].as_py():
-                epoch = first["diverged_epoch"][0].as_py()
+            first = read_trial(f"{root}/{path}.parquet", Path(root), ["diverged", "diverged_epoch"])
+            if first["diverged"].iloc[0]:
+                epoch = int(first["diverged_epoch"].iloc[0])
                 rows.append({"experiment": experiment, "trial": path, "diverged_epoch": epoch})
     return pd.DataFrame(rows, columns=DIVERGED_COLUMNS)
 

@@ -14,9 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from matcond.config import ConfigError, load_schema, raise_first_error
+from matcond.config import ConfigError, StrictValidator, load_schema, raise_first_error
 
 CHOICES = ("structure", "model", "strategy", "init")
 
@@ -126,6 +124,12 @@ def _check_semantics(spec: dict[str, Any], where: str) -> None:
             f"{where}: record_gradients needs a linear teacher (model linear or deep_linear), "
             f"not {spec['model']}"
         )
+    labels = [f"{t:g}" for t in spec["effective_rank_thresholds"]]
+    if len(set(labels)) < len(labels):
+        raise ConfigError(
+            f"{where}: effective_rank_thresholds {spec['effective_rank_thresholds']} print the "
+            f"same label twice ({', '.join(labels)}): their columns would merge"
+        )
     if spec["record_every"] > spec["epochs"]:
         raise ConfigError(
             f"{where}: record_every {spec['record_every']} exceeds epochs {spec['epochs']}"
@@ -137,22 +141,46 @@ def experiment_trials(
 ) -> list[Trial]:
     """Every trial of one experiment: settings x grid axes x variants x seeds."""
     schema = load_schema()
-    validator = Draft202012Validator(schema["$defs"]["settings"])
+    validator = StrictValidator(schema["$defs"]["settings"])
     where = f"experiments.{name}"
     base = {**defaults, **experiment.get("settings", {})}
     axes = [_axis_groups(axis, values) for axis, values in experiment.get("grid", {}).items()]
     axes.append(experiment.get("variants", [{}]))
-    trials = []
+    trials, cells, applied = [], {}, set()
     for groups in itertools.product(*axes):
         spec = dict(base)
         for group in groups:
             spec.update(group)
         raise_first_error(validator, spec, prefix=f"config key {where}: setting ")
         _check_semantics(spec, where)
+        cell = canonical({**spec, "seed": 0})
+        applied |= set(cell)
+        if (key := json.dumps(cell, sort_keys=True)) in cells:
+            raise ConfigError(
+                f"{where}: two combinations of its grid and variants are the same trial "
+                f"({Trial(key).cell}), so its seeds would count twice: "
+                f"{_difference(cells[key], spec)}"
+            )
+        cells[key] = spec
         for seed in _seeds(experiment["seeds"]):
             full = canonical({**spec, "seed": seed})
             trials.append(Trial(json.dumps(full, sort_keys=True)))
+    unused = sorted(set(swept_settings(experiment)) - applied)
+    if unused:
+        raise ConfigError(
+            f"{where}: it varies {', '.join(unused)}, which applies to none of its trials "
+            f"(see x-applies-to in the config schema)"
+        )
     return trials
+
+
+def _difference(first: dict[str, Any], second: dict[str, Any]) -> str:
+    """Why two setting combinations give one trial: the settings they differ in do not
+    apply to it, or they differ in nothing (a value listed twice)."""
+    differ = sorted(k for k in first if first[k] != second[k])
+    if differ:
+        return f"{', '.join(differ)} (which differ) do not apply to it"
+    return "a value or setting group listed twice"
 
 
 def _axis_groups(name: str, values: list) -> list[dict[str, Any]]:

@@ -4,16 +4,20 @@ import json
 import os
 import sys
 
-import yaml
-
 from matcond.catalog import FIGURES, config_notes, report_caption
 from matcond.checkpoints import check_checkpoint_paths
-from matcond.config import ConfigError, check_results_dir, validate_config
+from matcond.claims_check import validate_claims
+from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
+from matcond.files import damaged_files, set_aside
 from matcond.execution.trialserver import ADDRESS_ENV, TrialServer
 from matcond.fingerprints import code_fingerprint as _fingerprint
 from matcond.trials import all_trials, swept_settings
 
 try:
+    for _file in workflow.config_settings.configfiles or [
+        f"{workflow.basedir}/config/config.yaml"
+    ]:
+        load_yaml(_file)  # a key given twice in one mapping is refused, not dropped
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
     TRIALS = all_trials(_validated)
@@ -105,7 +109,12 @@ DRAWN = [
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
 if workflow.is_main_process:
-    _claims = yaml.safe_load(Path(CLAIMS_FILE).read_text())
+    try:
+        _claims = load_yaml(CLAIMS_FILE)
+        _paper = load_yaml(Path(workflow.basedir) / "config" / "config.yaml")
+        validate_claims(_claims, {*_paper["experiments"], *TRIALS}, CLAIMS_FILE)
+    except ConfigError as err:
+        sys.exit(f"Invalid claims: {err}")
     for _note in config_notes(
         list(TRIALS),
         GN_PARTS,
@@ -227,4 +236,42 @@ def all_targets():
     claims = ["results/claims.csv", "results/claims.html", "results/readings.md"]
     claims += [DIVERGED_TABLE, "results/diverged_trials.html"]
     claims = claims if TRIALS else []  # a config of GN sweeps or checkpoints only
-    return tables + figures + analyses + claims
+    # the intermediates too, so that a deleted one is rebuilt by a plain rerun
+    trials = [
+        f"results/trials/{path}.{ext}"
+        for path in TRIAL_BY_PATH
+        for ext in ("parquet", "safetensors")
+    ]
+    gn_trials = [
+        f"results/gn/{part}/{t.path}.parquet"
+        for part, trials in GN_TRIALS.items()
+        for t in trials
+    ]
+    return (
+        tables
+        + figures
+        + analyses
+        + claims
+        + trials
+        + all_per_trial_tables()
+        + gn_trials
+    )
+
+
+# Damaged files (truncated, altered, holding another trial or settings that no longer match
+# the config; matcond.files.damaged_files) are moved to results/damaged/ before the DAG is
+# built, so that the run rebuilds them; a dry run and --lint only name them.
+if workflow.is_main_process:
+    _trial_specs = {path: t.spec_json for path, t in TRIAL_BY_PATH.items()}
+    _outputs = [f for f in all_targets() if not f.startswith("results/trials/")]
+    _inspect_only = (
+        workflow.output_settings.dryrun or not workflow.check_envvars
+    )  # --lint
+    for _path, _problem in damaged_files(
+        Path("results"), _trial_specs, _outputs
+    ).items():
+        if _inspect_only:
+            _fate = "a run rebuilds it"
+        else:
+            _fate = f"moved to {set_aside(_path, Path('results'))}, rebuilt"
+        print(f"Note: {_path} is damaged ({_problem}): {_fate}", file=sys.stderr)

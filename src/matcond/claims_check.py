@@ -1,0 +1,134 @@
+"""Validate config/claims.yaml before any job runs (the fields: :mod:`matcond.claims`).
+
+Light on purpose (yaml, jsonschema; numpy only once a component name is checked): the
+Snakefile calls it at parse time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection
+from typing import Any
+
+from jsonschema import Draft202012Validator, validators
+
+from matcond import config
+from matcond.config import ConfigError, did_you_mean, raise_first_error
+
+SCHEMA_PATH = config.SCHEMA_PATH.with_name("claims.schema.yaml")
+CLAIMS_FILE = "config/claims.yaml"
+# The derived components (the keys of matcond.selection.DERIVED) and the rows of the spectrum
+# recorded with record_gradients (matcond.run).
+DERIVED = ("gradient_ratio", "log_kappa_autocorrelation")
+SPECTRUM = re.compile(r"(grad_)?sigma_[1-9][0-9]*")
+
+# YAML's .nan is a float: it is no number here.
+_Validator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+        "number",
+        lambda checker, x: (
+            Draft202012Validator.TYPE_CHECKER.is_type(x, "number") and not math.isnan(x)
+        ),
+    ),
+)
+
+
+def load_schema() -> dict[str, Any]:
+    """The claims schema with the trial settings of the config schema added.
+
+    List-valued settings are left out: they are no columns of a per-trial table.
+    """
+    schema = config.load_schema(SCHEMA_PATH)
+    settings = config.load_schema()["$defs"]["settings"]["properties"]
+    settings = {k: v for k, v in settings.items() if v.get("type") != "array"}
+    defs = schema["$defs"]
+    defs["setting"]["enum"] = list(settings)
+    defs["where"]["properties"].update(settings)
+    defs["over"]["properties"] = {
+        k: {"type": "array", "minItems": 1, "items": v}
+        for k, v in defs["where"]["properties"].items()
+    }
+    return schema
+
+
+def _check_component(name: str, prefix: str) -> None:
+    """Raise ConfigError unless a per-trial table can hold component ``name``."""
+    from matcond.components import component_names  # numpy: the Snakefile has loaded it
+
+    if name in DERIVED or SPECTRUM.fullmatch(name):
+        return
+    try:  # effective_rank_t{t}: named as matcond.components names it
+        thresholds = [float(name.removeprefix("effective_rank_t"))]
+    except ValueError:
+        thresholds = []
+    names = component_names([t for t in thresholds if 0 < t < 1])
+    if name in names:
+        return
+    defaults = config.load_schema()["properties"]["defaults"]["properties"]
+    thresholds = defaults["effective_rank_thresholds"]["default"]
+    known = [*component_names(thresholds), *DERIVED, "sigma_1", "grad_sigma_1"]
+    rank = [n for n in names if n.startswith("effective_rank_t")]  # as the tables write it
+    raise ConfigError(f"{prefix}{name!r} is not a component{did_you_mean(name, rank or known)}")
+
+
+def _check_table(name: str, experiments: Collection[str], prefix: str) -> None:
+    if name not in experiments:
+        raise ConfigError(
+            f"{prefix}{name!r} is not an experiment of the paper config or of this config"
+            + did_you_mean(name, sorted(experiments))
+        )
+
+
+def _check_unique(names: list, what: str, prefix: str) -> None:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"{prefix}{what} {repeated[0]!r} is given twice")
+
+
+def _check_claim(claim: dict, experiments: Collection[str], prefix: str) -> None:
+    """What the schema cannot say about one (schema-valid) claim."""
+    _check_table(claim["table"], experiments, f"{prefix}table: ")
+    named = [
+        (f"{k}.component", claim[k]["component"])
+        for k in ("filter", "baseline")
+        if "component" in claim.get(k, {})
+    ]
+    named += [("components", c) for c in claim.get("components", [])]
+    named += [("over.component", c) for c in claim.get("over", {}).get("component", [])]
+    for field, name in named:
+        _check_component(name, f"{prefix}{field}: ")
+    if "components" in claim and claim.get("kind") != "improvement_gap":
+        raise ConfigError(f"{prefix}components: only kind improvement_gap reads them")
+    paper = claim["paper_value"]
+    if isinstance(paper, list) and not paper[0] <= paper[1]:
+        raise ConfigError(f"{prefix}paper_value: {paper} is not a range [low, high]")
+
+
+def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIMS_FILE) -> None:
+    """Raise ConfigError, naming ``file``, the claim and the field, unless ``claims`` (the
+    parsed claims file) is valid and its tables are among ``experiments`` (the experiments of
+    the paper config and of the current config)."""
+    schema = load_schema()
+    whole = _Validator(schema)
+    entries = claims.get("claims") if isinstance(claims, dict) else None
+    if not isinstance(entries, list):
+        raise_first_error(whole, claims, f"{file}: ")  # raises: no list of claims
+    one = _Validator({"$defs": schema["$defs"], **schema["$defs"]["claim"]})
+    for number, claim in enumerate(entries, 1):
+        name = claim.get("claim_id") if isinstance(claim, dict) else None
+        prefix = f"{file}: claim {name or f'#{number}'}: "
+        raise_first_error(one, claim, prefix)
+        _check_claim(claim, experiments, prefix)
+    raise_first_error(whole, claims, f"{file}: ")
+    _check_unique([c["claim_id"] for c in entries], "claim_id", f"{file}: ")
+    readings = claims.get("readings", [])
+    _check_unique([r["name"] for r in readings], "reading", f"{file}: ")
+    for reading in readings:
+        prefix = f"{file}: reading {reading['name']}: "
+        _check_table(reading["experiment"], experiments, f"{prefix}experiment: ")
+        for table, where in reading["stands_for"].items():
+            _check_table(table, experiments, f"{prefix}stands_for: ")
+            if "component" in where:
+                _check_component(where["component"], f"{prefix}stands_for.{table}.component: ")

@@ -1,0 +1,265 @@
+"""Reading and writing the workflow's files so that damage is detected, never read as data.
+
+Every parquet file is written atomically with a CRC checksum per page (pyarrow's
+``write_page_checksum``) and read with verification, so a flipped byte or a truncated file
+fails naming the file. A trial's table and weights also carry the trial's spec, which the
+reader checks against the path it was asked for. :func:`damaged_files` runs the cheap checks
+(footer, spec, the structure of CSV, PNG, PDF, HTML and safetensors files) over a results
+directory before any job, so that damaged files are set aside and rebuilt (common.smk).
+Light imports only at module level: the Snakefile imports it at parse time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from matcond.trials import Trial
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SPEC_KEY = "matcond.spec"
+DIGEST_KEY = "matcond.sha256"
+TRIALS_ROOT = Path("results/trials")
+
+
+class DamagedFileError(ValueError):
+    """A file the workflow wrote is truncated, altered or not the file it was asked for."""
+
+    def __init__(self, path: str | Path, reason: str):
+        super().__init__(f"{path}: {reason} (delete it and rerun: it is rebuilt)")
+        self.path, self.reason = Path(path), reason
+
+
+def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then move it onto ``path``: a reader
+    never sees half a file, and a killed job leaves no partial output."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet(
+    table: pd.DataFrame, path: str | Path, metadata: Mapping[str, str] | None = None
+) -> None:
+    """Write ``table`` as parquet with page checksums (atomically), ``metadata`` in its footer."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    extra = {k.encode(): v.encode() for k, v in (metadata or {}).items()}
+    arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra})
+    replace_atomically(path, lambda tmp: pq.write_table(arrow, tmp, write_page_checksum=True))
+
+
+def read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """Read a parquet file, verifying its page checksums; DamagedFileError if it cannot be."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise DamagedFileError(path, "not a regular file")
+    try:
+        return pq.read_table(path, columns=columns, page_checksum_verification=True).to_pandas()
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise DamagedFileError(path, f"unreadable parquet ({err})") from None
+
+
+def trial_path(path: str | Path, root: Path = TRIALS_ROOT) -> str:
+    """The trial a file under ``root`` belongs to: 'linear/.../seed0' for its .parquet."""
+    return str(Path(path).relative_to(root).with_suffix(""))
+
+
+def _spec_problem(stored: str | None, path: str | Path, root: Path) -> str | None:
+    if stored is None:
+        return "no trial spec in its metadata"
+    expected = trial_path(path, root)
+    found = Trial(json.dumps(json.loads(stored), sort_keys=True)).path
+    if found != expected:
+        return f"holds the trial {found}, not {expected}"
+    return None
+
+
+def read_trial(
+    path: str | Path, root: Path = TRIALS_ROOT, columns: list[str] | None = None
+) -> pd.DataFrame:
+    """A trial's table (or some ``columns``), checked: a regular file, intact (page
+    checksums), and holding the trial its path names (the spec in its metadata);
+    DamagedFileError naming both if not."""
+    import pyarrow.parquet as pq
+
+    table = read_parquet(path, columns)
+    stored = (pq.read_schema(path).metadata or {}).get(SPEC_KEY.encode())
+    problem = _spec_problem(stored and stored.decode(), path, root)
+    if problem:
+        raise DamagedFileError(path, problem)
+    return table
+
+
+def trial_table_problem(path: Path, spec_json: str, root: Path = TRIALS_ROOT) -> str | None:
+    """What is wrong with a trial table (footer, stored spec against ``spec_json``), or None.
+
+    Reads the footer only: cheap enough to run over every trial before a run.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        stored = (pq.read_schema(path).metadata or {}).get(SPEC_KEY.encode())
+    except (OSError, ValueError) as err:
+        return f"unreadable parquet ({err})"
+    stored = stored and stored.decode()
+    problem = _spec_problem(stored, path, root)
+    if problem is None and json.loads(stored) != json.loads(spec_json):
+        changed = sorted(
+            k for k, v in json.loads(spec_json).items() if json.loads(stored).get(k) != v
+        )
+        problem = f"computed with other settings ({', '.join(changed)})"
+    return problem
+
+
+def weights_problem(path: Path, spec_json: str) -> str | None:
+    """What is wrong with a trial's safetensors file (header, size, stored spec), or None."""
+    header = safetensors_header(path)
+    if isinstance(header, str):
+        return header
+    stored = header.get("__metadata__", {}).get(SPEC_KEY)
+    if stored is None or json.loads(stored) != json.loads(spec_json):
+        return "weights of another trial or other settings"
+    return None
+
+
+def safetensors_header(path: Path) -> dict | str:
+    """The JSON header of a safetensors file whose size matches it, or what is wrong."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        length = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 0 < length <= size - 8:
+            return f"a {length}-byte header in a {size}-byte file"
+        try:
+            header = json.loads(fh.read(length))
+            tensors = [t for k, t in header.items() if k != "__metadata__"]
+            end = max((t["data_offsets"][1] for t in tensors), default=0)
+        except (ValueError, TypeError, LookupError, AttributeError) as err:
+            return f"unreadable header ({type(err).__name__}: {err})"
+    if 8 + length + end != size:
+        return f"its header places {end} bytes of tensor data, the file holds {size - 8 - length}"
+    return header
+
+
+def weights_digest(weights: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 of named arrays (names, dtypes, shapes and values, in name order)."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        array = np.ascontiguousarray(weights[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def load_weights(path: str | Path, spec_json: str) -> dict[str, np.ndarray]:
+    """A trial's saved weights as float64 arrays, checked against the digest and the spec
+    stored with them; DamagedFileError naming the file if either does not match."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    problem = file_problem(path) or weights_problem(path, spec_json)
+    if problem:
+        raise DamagedFileError(path, problem)
+    with safe_open(str(path), framework="numpy") as fh:
+        weights = {name: fh.get_tensor(name) for name in fh.keys()}
+        stored = (fh.metadata() or {}).get(DIGEST_KEY)
+    if stored != weights_digest(weights):
+        raise DamagedFileError(path, "weight values altered (checksum mismatch)")
+    return weights
+
+
+def _tail_problem(path: Path, ending: bytes, what: str) -> str | None:
+    """None if the file ends with ``ending`` (after trailing whitespace, unless ``ending`` is
+    a newline), else that it is truncated."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 64))
+        tail = fh.read()
+    tail = tail if ending == b"\n" else tail.rstrip()
+    return None if tail.endswith(ending) else f"truncated {what} (does not end with {ending!r})"
+
+
+def _parquet_problem(path: Path) -> str | None:
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(path)
+    except (OSError, ValueError) as err:
+        return f"unreadable parquet ({err})"
+    return None
+
+
+CHECKS: dict[str, Callable[[Path], str | None]] = {
+    ".parquet": _parquet_problem,
+    ".csv": lambda p: _tail_problem(p, b"\n", "CSV"),
+    ".md": lambda p: _tail_problem(p, b"\n", "Markdown"),
+    ".png": lambda p: _tail_problem(p, b"IEND\xaeB`\x82", "PNG"),
+    ".pdf": lambda p: _tail_problem(p, b"%%EOF", "PDF"),
+    ".html": lambda p: _tail_problem(p, b"</html>", "HTML"),
+    ".safetensors": lambda p: h if isinstance(h := safetensors_header(p), str) else None,
+}
+
+
+def file_problem(path: Path) -> str | None:
+    """What is wrong with one output file by its format (empty, truncated, unreadable), or None."""
+    if not path.is_file():
+        return "not a regular file"
+    if path.stat().st_size == 0:
+        return "empty file"
+    check = CHECKS.get(path.suffix)
+    return check(path) if check else None
+
+
+def damaged_files(
+    results: Path, trials: Mapping[str, str], outputs: Iterable[str]
+) -> dict[Path, str]:
+    """Every damaged file among a run's existing outputs, with what is wrong.
+
+    ``trials``: trial path -> its canonical spec JSON (a trial's table and weights must hold
+    that spec); ``outputs``: the run's other output files, relative to ``results``' parent.
+    """
+    damaged = {}
+    root = results / "trials"
+    for trial, spec_json in trials.items():
+        table, weights = root / f"{trial}.parquet", root / f"{trial}.safetensors"
+        if os.path.lexists(table):
+            problem = file_problem(table) or trial_table_problem(table, spec_json, root)
+            if problem:
+                damaged[table] = problem
+        if os.path.lexists(weights):
+            if problem := file_problem(weights) or weights_problem(weights, spec_json):
+                damaged[weights] = problem
+    for output in outputs:
+        path = results.parent / output
+        if os.path.lexists(path) and (problem := file_problem(path)):
+            damaged[path] = problem
+    return damaged
+
+
+def set_aside(path: Path, results: Path) -> Path:
+    """Move a damaged file to ``results/damaged/`` (same relative path, a free name), so that
+    the run rebuilds it and nothing is deleted; returns where it went."""
+    target = results / "damaged" / path.relative_to(results)
+    n = 0
+    while os.path.lexists(target):
+        n += 1
+        target = target.with_name(f"{path.name}.{n}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    return target

@@ -1,0 +1,284 @@
+"""config/claims.yaml against its schema (workflow/schemas/claims.schema.yaml) and the checks
+of matcond.claims_check: each mistake is refused, naming the claim and the field."""
+
+import copy
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from matcond.claims import DEFAULT_THRESHOLD, REDUCE
+from matcond.claims_check import DERIVED, load_schema, validate_claims
+from matcond.config import ConfigError
+from matcond.run import RESULT_COLUMNS, run_trial
+from matcond.selection import DERIVED as SELECTION_DERIVED
+from matcond.stats import STATISTICS
+from matcond.theory import PREDICTED
+
+REPO = Path(__file__).resolve().parents[1]
+CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+PAPER = set(yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"])
+FILE = "config/claims.yaml"
+
+
+def by_id(claims: dict, claim_id: str) -> dict:
+    return next(c for c in claims["claims"] if c["claim_id"] == claim_id)
+
+
+def refusal(mutate) -> str:
+    claims = copy.deepcopy(CLAIMS)
+    mutate(claims)
+    with pytest.raises(ConfigError) as err:
+        validate_claims(claims, PAPER, FILE)
+    return str(err.value)
+
+
+def test_the_paper_claims_file_is_valid():
+    validate_claims(CLAIMS, PAPER, FILE)
+
+
+def test_a_table_of_this_config_only_is_known():
+    claims = copy.deepcopy(CLAIMS)
+    by_id(claims, "exp1_kappa_d32")["table"] = "mine"
+    validate_claims(claims, {*PAPER, "mine"}, FILE)
+    with pytest.raises(ConfigError, match="claim exp1_kappa_d32: table: 'mine'"):
+        validate_claims(claims, PAPER, FILE)
+
+
+def setter(claim_id, *path, value):
+    def mutate(claims):
+        target = by_id(claims, claim_id)
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return mutate
+
+
+# (mutation, the start of the message, what else it says)
+MISTAKES = {
+    "kind misspelt": (
+        setter("exp1_norms_flat", "kind", value="ratoi"),
+        "claim exp1_norms_flat: kind: 'ratoi' is not one of",
+        "(did you mean 'ratio'?)",
+    ),
+    "expect misspelt": (
+        setter("exp1_kappa_d512", "expect", value="grater"),
+        "claim exp1_kappa_d512: expect: 'grater' is not one of",
+        "(did you mean 'greater'?)",
+    ),
+    "statistic misspelt": (
+        setter("exp1_kappa_d32_std", "statistic", value="meadian"),
+        "claim exp1_kappa_d32_std: statistic: 'meadian' is not one of",
+        "(did you mean 'median'?)",
+    ),
+    "reduce misspelt": (
+        setter("exp8_kappa_exceeds_norms", "reduce", value="minimum"),
+        "claim exp8_kappa_exceeds_norms: reduce: 'minimum' is not one of",
+        "allowed: min, max",
+    ),
+    "field misspelt": (
+        setter("exp7_target_kappa", "filter", "field", value="targets"),
+        "claim exp7_target_kappa: filter.field: 'targets' is not one of",
+        "(did you mean 'target'?)",
+    ),
+    "unknown field of a claim": (
+        setter("exp1_kappa_d32", "tolerence", value=0.1),
+        "claim exp1_kappa_d32: (top level): Additional properties are not allowed",
+        "'tolerence' was unexpected) (did you mean 'tolerance'?)",
+    ),
+    "table misspelt": (
+        setter("exp1_kappa_d32", "table", value="exp1_dimensoin"),
+        "claim exp1_kappa_d32: table: 'exp1_dimensoin' is not an experiment",
+        "(did you mean 'exp1_dimension'?)",
+    ),
+    "component misspelt in filter": (
+        setter("exp1_kappa_d32", "filter", "component", value="conditon_number"),
+        "claim exp1_kappa_d32: filter.component: 'conditon_number' is not a component",
+        "(did you mean 'condition_number'?)",
+    ),
+    "component misspelt in baseline": (
+        setter("exp9_ratio_1000", "baseline", "component", value="row_norm"),
+        "claim exp9_ratio_1000: baseline.component: 'row_norm' is not a component",
+        "(did you mean 'row_norms'?)",
+    ),
+    "component misspelt in components": (
+        setter("exp6_kappa_below_norms", "components", value=["pseudo_condition_number", "rows"]),
+        "claim exp6_kappa_below_norms: components: 'rows' is not a component",
+        "",
+    ),
+    "component misspelt in over": (
+        setter("exp2_adam_worse_everywhere", "over", "component", value=["row_norms", "overal"]),
+        "claim exp2_adam_worse_everywhere: over.component: 'overal' is not a component",
+        "(did you mean 'overall'?)",
+    ),
+    "effective rank at a threshold written otherwise than in the tables": (
+        setter("exp1_effective_rank_d128", "filter", "component", value="effective_rank_t1e-2"),
+        "claim exp1_effective_rank_d128: filter.component: 'effective_rank_t1e-2' is not a",
+        "",
+    ),
+    "unknown filter key": (
+        setter("exp1_kappa_d32", "filter", "dimm", value=32),
+        "claim exp1_kappa_d32: filter: Additional properties are not allowed",
+        "'dimm' was unexpected) (did you mean 'dim'?)",
+    ),
+    "a list setting is no column": (
+        setter("exp1_kappa_d32", "filter", "effective_rank_thresholds", value=[0.01]),
+        "claim exp1_kappa_d32: filter: Additional properties are not allowed",
+        "'effective_rank_thresholds' was unexpected",
+    ),
+    "unknown over key": (
+        setter("exp8_kappa_exceeds_norms", "over", value={"learning_rate": [0.01]}),
+        "claim exp8_kappa_exceeds_norms: over: Additional properties are not allowed",
+        "'learning_rate' was unexpected",
+    ),
+    "setting value misspelt": (
+        setter("exp4_multipliers_norms", "filter", "strategy", value="multiplers"),
+        "claim exp4_multipliers_norms: filter.strategy: 'multiplers' is not one of",
+        "(did you mean 'multipliers'?)",
+    ),
+    "setting value a string": (
+        setter("exp8_wd_kappa_1e-4", "filter", "weight_decay", value="1e-4"),
+        "claim exp8_wd_kappa_1e-4: filter.weight_decay: '1e-4' is not of type 'number'",
+        "write 1.0e-3",
+    ),
+    "over value of the wrong type": (
+        setter("exp8_kappa_exceeds_norms", "over", "lr", value=[0.01, "fast"]),
+        "claim exp8_kappa_exceeds_norms: over.lr.1: 'fast' is not of type 'number'",
+        "",
+    ),
+    "duplicate claim_id": (
+        setter("exp1_kappa_d512", "claim_id", value="exp1_kappa_d32"),
+        "claim_id 'exp1_kappa_d32' is given twice",
+        "",
+    ),
+    "paper_value a string": (
+        setter("exp1_kappa_d32", "paper_value", value="0.27"),
+        "claim exp1_kappa_d32: paper_value: '0.27' is not valid under any",
+        "",
+    ),
+    "paper_value a range of three": (
+        setter("exp1_spectral_gap_d128", "paper_value", value=[0.03, 0.1, 0.13]),
+        "claim exp1_spectral_gap_d128: paper_value:",
+        "",
+    ),
+    "paper_value infinite": (
+        setter("exp1_kappa_d32", "paper_value", value=math.inf),
+        "claim exp1_kappa_d32: paper_value: inf is not valid under any",
+        "",
+    ),
+    "paper_value a range high to low": (
+        setter("exp1_spectral_gap_d128", "paper_value", value=[0.13, 0.03]),
+        "claim exp1_spectral_gap_d128: paper_value: [0.13, 0.03] is not a range",
+        "",
+    ),
+    "tolerance NaN": (
+        setter("exp1_norms_flat", "tolerance", value=math.nan),
+        "claim exp1_norms_flat: tolerance: nan is not of type 'number'",
+        "",
+    ),
+    "tolerance negative": (
+        setter("exp1_norms_flat", "tolerance", value=-0.05),
+        "claim exp1_norms_flat: tolerance: -0.05 is less than or equal to the minimum of 0",
+        "",
+    ),
+    "a ratio without baseline": (
+        lambda claims: by_id(claims, "exp1_norms_flat").pop("baseline"),
+        "claim exp1_norms_flat: (top level): 'baseline' is a required property",
+        "",
+    ),
+    "an arm without component": (
+        lambda claims: by_id(claims, "exp9_ratio_1000")["baseline"].pop("component"),
+        "claim exp9_ratio_1000: baseline: 'component' is a required property",
+        "",
+    ),
+    "components with a kind that ignores them": (
+        setter("exp1_norms_flat", "components", value=["row_norms", "col_norms"]),
+        "claim exp1_norms_flat: components: only kind improvement_gap reads them",
+        "",
+    ),
+    "reduce without over": (
+        setter("exp1_norms_flat", "reduce", value="max"),
+        "claim exp1_norms_flat: (top level): 'over' is a dependency of 'reduce'",
+        "",
+    ),
+    "a theory the theory does not make": (
+        setter("theory_kappa_d32", "filter", "component", value="spectral_gap"),
+        "claim theory_kappa_d32: filter.component: 'spectral_gap' is not one of",
+        "",
+    ),
+    "default_tolerance NaN": (
+        lambda claims: claims.update(default_tolerance=math.nan),
+        "default_tolerance: nan is not of type 'number'",
+        "",
+    ),
+    "unknown top-level key": (
+        lambda claims: claims.update(reading=[]),
+        "(top level): Additional properties are not allowed",
+        "(did you mean 'readings'?)",
+    ),
+    "reading experiment misspelt": (
+        lambda claims: claims["readings"][0].update(experiment="ctrl_innit"),
+        "reading init: experiment: 'ctrl_innit' is not an experiment",
+        "(did you mean 'ctrl_init'?)",
+    ),
+    "reading arm setting misspelt": (
+        lambda claims: claims["readings"][0].update(arms_by=["init", "init_scael"]),
+        "readings.0.arms_by.1: 'init_scael' is not one of",
+        "(did you mean 'init_scale'?)",
+    ),
+    "reading stands for an unknown experiment": (
+        lambda claims: claims["readings"][1]["stands_for"].update(exp2_optimiser={}),
+        "reading target row scale: stands_for: 'exp2_optimiser' is not an experiment",
+        "(did you mean 'exp2_optimizer'?)",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_each_mistake_is_refused_naming_the_claim_and_the_field(mistake):
+    mutate, start, detail = MISTAKES[mistake]
+    message = refusal(mutate)
+    assert message.startswith(f"{FILE}: {start}")
+    assert detail in message
+
+
+def test_the_enumerations_are_the_codes():
+    defs = load_schema()["$defs"]
+    claim = defs["claim"]["properties"]
+    theory = defs["claim"]["allOf"][-1]["then"]["properties"]["filter"]
+    assert claim["kind"]["enum"] == ["value", *DEFAULT_THRESHOLD]
+    assert claim["statistic"]["enum"] == list(STATISTICS)
+    assert claim["reduce"]["enum"] == list(REDUCE)
+    assert set(defs["field"]["enum"]) <= set(RESULT_COLUMNS)
+    assert DERIVED == tuple(SELECTION_DERIVED)
+    assert theory["properties"]["component"]["enum"] == list(PREDICTED)
+
+
+def test_every_component_a_trial_records_is_known(spec):
+    table, _ = run_trial(
+        {**spec, "dim": 4, "epochs": 2, "record_gradients": True}, torch.device("cpu")
+    )
+    names = [*table["component"].unique(), *SELECTION_DERIVED]
+    assert {"sigma_4", "grad_sigma_1", "effective_rank_t0.01"} <= set(names)
+    claims = copy.deepcopy(CLAIMS)
+    template = by_id(claims, "exp1_kappa_d32")
+    claims["claims"] = [
+        {**template, "claim_id": f"c{i}", "filter": {"component": name}}
+        for i, name in enumerate(names)
+    ]
+    validate_claims(claims, PAPER, FILE)
+
+
+def test_the_check_imports_nothing_heavy():
+    """The Snakefile calls it at parse time."""
+    code = (
+        "import sys, matcond.claims_check; "
+        "print([m for m in ('numpy', 'pandas', 'scipy', 'torch') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

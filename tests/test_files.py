@@ -1,0 +1,133 @@
+"""Damage to the workflow's files is detected, named, and never read as data (matcond.files)."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from matcond.files import (
+    DamagedFileError,
+    damaged_files,
+    file_problem,
+    load_weights,
+    read_parquet,
+    read_trial,
+    set_aside,
+    write_parquet,
+)
+from matcond.run import write_table, write_weights
+from matcond.trials import Trial, canonical
+
+
+def trial_of(spec: dict) -> Trial:
+    return Trial(json.dumps(canonical(spec), sort_keys=True))
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"epoch": np.arange(500), "error": rng.standard_normal(500)})
+
+
+def test_parquet_round_trip_and_flipped_byte(tmp_path, table):
+    path = tmp_path / "t.parquet"
+    write_parquet(table, path, {"k": "v"})
+    pd.testing.assert_frame_equal(read_parquet(path), table)
+    data = bytearray(path.read_bytes())
+    data[300] ^= 0x01  # inside the first data page
+    path.write_bytes(data)
+    with pytest.raises(DamagedFileError, match=f"{path}: unreadable parquet"):
+        read_parquet(path)
+
+
+def test_truncated_parquet_and_directory_are_named(tmp_path, table):
+    path = tmp_path / "t.parquet"
+    write_parquet(table, path)
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(DamagedFileError, match="unreadable parquet"):
+        read_parquet(path)
+    (tmp_path / "d.parquet").mkdir()
+    with pytest.raises(DamagedFileError, match="not a regular file"):
+        read_parquet(tmp_path / "d.parquet")
+
+
+def test_trial_file_must_hold_the_trial_its_path_names(tmp_path, spec, table):
+    root = tmp_path / "trials"
+    mine, other = trial_of(spec), trial_of({**spec, "seed": 1})
+    for trial in (mine, other):
+        (root / trial.path).parent.mkdir(parents=True, exist_ok=True)
+        write_table(table, trial.spec, root / f"{trial.path}.parquet")
+    assert len(read_trial(root / f"{mine.path}.parquet", root)) == len(table)
+    (root / f"{mine.path}.parquet").write_bytes((root / f"{other.path}.parquet").read_bytes())
+    with pytest.raises(DamagedFileError, match=f"holds the trial {other.path}, not {mine.path}"):
+        read_trial(root / f"{mine.path}.parquet", root)
+
+
+def test_weights_checked_against_digest_and_spec(tmp_path, spec):
+    path = tmp_path / "w.safetensors"
+    weights = {"final.product": np.arange(16.0).reshape(4, 4), "target.product": np.eye(4)}
+    spec_json = json.dumps(spec, sort_keys=True)
+    write_weights(weights, spec, path)
+    loaded = load_weights(path, spec_json)
+    assert all(np.array_equal(loaded[k], v) for k, v in weights.items())
+    with pytest.raises(DamagedFileError, match="another trial or other settings"):
+        load_weights(path, json.dumps({**spec, "seed": 1}, sort_keys=True))
+    data = bytearray(path.read_bytes())
+    data[-8:] = np.float64(7.5).tobytes()  # one value altered, size unchanged
+    path.write_bytes(data)
+    with pytest.raises(DamagedFileError, match="checksum mismatch"):
+        load_weights(path, spec_json)
+    path.write_bytes(data[:-8])
+    with pytest.raises(DamagedFileError, match="256 bytes of tensor data, the file holds 248"):
+        load_weights(path, spec_json)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".pdf"])
+def test_figures_whole_truncated_empty(tmp_path, suffix):
+    path = tmp_path / f"f{suffix}"
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    fig.savefig(path)
+    plt.close(fig)
+    assert file_problem(path) is None
+    path.write_bytes(path.read_bytes()[:-30])
+    assert file_problem(path).startswith("truncated")
+    path.write_bytes(b"")
+    assert file_problem(path) == "empty file"
+
+
+def test_csv_and_html(tmp_path, table):
+    csv = tmp_path / "t.csv"
+    table.to_csv(csv, index=False)
+    assert file_problem(csv) is None
+    csv.write_bytes(csv.read_bytes()[:-5])
+    assert file_problem(csv) == "truncated CSV (does not end with b'\\n')"
+    html = tmp_path / "t.html"
+    html.write_text("<html><body>x</body></html>\n")
+    assert file_problem(html) is None
+    html.write_text("<html><body>x</bo")
+    assert file_problem(html).startswith("truncated HTML")
+
+
+def test_stale_settings_are_damage_and_set_aside_keeps_every_copy(tmp_path, spec, table):
+    """A trial computed with another rank_rtol (not in its path) no longer matches the config;
+    setting it aside twice keeps both copies."""
+    results = tmp_path / "results"
+    old, new = trial_of(spec), trial_of({**spec, "rank_rtol": 1e-6})
+    assert old.path == new.path
+    path = results / "trials" / f"{old.path}.parquet"
+    path.parent.mkdir(parents=True)
+    write_table(table, old.spec, path)
+    assert damaged_files(results, {old.path: old.spec_json}, []) == {}
+    found = damaged_files(results, {new.path: new.spec_json}, [])
+    assert found == {path: "computed with other settings (rank_rtol)"}
+    first = set_aside(path, results)
+    write_table(table, old.spec, path)
+    second = set_aside(path, results)
+    assert first != second and first.exists() and second.exists() and not path.exists()
+    assert first.parent == results / "damaged" / "trials" / old.cell
