@@ -14,7 +14,7 @@ with logging_to(snakemake.log[0]):
     path = snakemake.input[0]
     entries = load_checkpoint(path)
     table, spectra = analyse_tensors(entries, **settings)
-    skipped = skipped_entries(entries)
+    skipped = skipped_entries(entries, settings["max_elements"])
     with open(path, "rb") as fh:
         sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
     metadata = {"name": snakemake.wildcards.name, "path": path, "sha256": sha256, **settings}
@@ -26,3 +26,5 @@ with logging_to(snakemake.log[0]):
     print(f"{path}: matrices analysed: {len(table)}{empty}", file=sys.stderr)
     for row in skipped.itertuples():
         print(f"skipped {row.layer} ({row.tensor_shape or '-'}): {row.reason}", file=sys.stderr)
+    for row in table[table["note"] != ""].itertuples():
+        print(f"flagged {row.layer}: {row.note}", file=sys.stderr)

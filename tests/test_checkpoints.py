@@ -1,9 +1,12 @@
 """Analysis of user checkpoints (matcond.checkpoints): every column against an independent numpy
-float64 computation, the formats, the refusal of code-running pickles, config path errors, and
-the `analyse_weights` rule end to end."""
+float64 computation, the formats, the refusal of code-running pickles, config path errors, bad
+and hostile files (empty, text, truncated, huge declared shapes, extreme values, deep nesting),
+and the `analyse_weights` rule end to end."""
 
+import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +18,9 @@ import torch
 import yaml
 from safetensors.torch import save_file
 
+import matcond.checkpoints
 from matcond.checkpoints import (
+    MAX_ELEMENTS,
     MIN_EIGENVALUES,
     CheckpointError,
     UnsafeCheckpointError,
@@ -27,7 +32,7 @@ from matcond.checkpoints import (
     result_columns,
     skipped_entries,
 )
-from matcond.config import ConfigError
+from matcond.config import ConfigError, load_schema
 from matcond.figures.own_weights import plot_spectra
 
 REPO = Path(__file__).resolve().parents[1]
@@ -165,6 +170,7 @@ def test_non_finite_layer_is_flagged_not_fatal():
     bad[1, 1] = float("nan")
     table, spectra = analyse_tensors({"bad": bad, "good": torch.eye(3)}, THRESHOLDS, RTOL)
     assert table["finite"].tolist() == [False, True] and list(spectra) == ["good"]
+    assert table["note"].tolist() == ["NaN or inf in the weights", ""]
     assert table.loc[0, "frobenius_norm":].isna().all()
     assert table.loc[1, "condition_number"] == 1.0 and table.loc[1, "effective_rank_t0.1"] == 3
 
@@ -226,7 +232,7 @@ def test_unreadable_files_name_the_file(tmp_path):
 
 
 def test_missing_checkpoint_path_names_the_config_key(tmp_path):
-    (tmp_path / "ok.safetensors").write_bytes(b"")
+    save_file({"w": torch.eye(2)}, str(tmp_path / "ok.safetensors"))
     (tmp_path / "adir").mkdir()
     check_checkpoint_paths({"checkpoints": {"ok": "ok.safetensors"}}, base=tmp_path)
     check_checkpoint_paths({"experiments": {}}, base=tmp_path)  # no checkpoints: nothing to do
@@ -250,20 +256,23 @@ def run_snakemake(workdir: Path, names: list[str]) -> subprocess.CompletedProces
     return subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
 
 
-def write_config(workdir: Path, checkpoints: dict[str, str]) -> None:
+def write_config(workdir: Path, checkpoints: dict[str, str], **extra) -> None:
     config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
     config["checkpoints"] = checkpoints
+    config.update(extra)
     config["defaults"]["effective_rank_thresholds"] = THRESHOLDS
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 def test_rule_end_to_end(state_dict, tmp_path):
+    """Also: the config's checkpoint_max_elements reaches the job (fc1 is 16 x 64 = 1024)."""
     save(state_dict, tmp_path / "net.safetensors", "safetensors")
     save(state_dict, tmp_path / "net.pt", "torch")
-    write_config(tmp_path, {"st": "net.safetensors", "pt": "net.pt"})
+    write_config(tmp_path, {"st": "net.safetensors", "pt": "net.pt"}, checkpoint_max_elements=1023)
     proc = run_snakemake(tmp_path, ["st", "pt"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    direct, _ = analyse_checkpoint(tmp_path / "net.pt", THRESHOLDS, RTOL)
+    direct, _ = analyse_checkpoint(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
+    assert "fc1.weight" not in set(direct["layer"]) and "fc2.weight" in set(direct["layer"])
     for name in ("st", "pt"):
         table = pd.read_parquet(tmp_path / "results" / "checkpoints" / f"{name}.parquet")
         sort = {"by": "layer", "ignore_index": True}
@@ -274,17 +283,22 @@ def test_rule_end_to_end(state_dict, tmp_path):
         np.testing.assert_allclose(csv["alpha"], table["alpha"].astype(float), rtol=1e-12)
         skipped = pd.read_csv(out / f"{name}_skipped.csv")
         assert set(skipped["layer"]) == set(state_dict) - set(table["layer"])
+        reason = skipped.set_index("layer").loc["fc1.weight", "reason"]
+        assert reason == "16x64 = 1024 elements, above the limit of 1023 (config key " + (
+            "checkpoint_max_elements)"
+        )
         for suffix in OUTPUTS[3:]:
             assert (out / f"{name}{suffix}").stat().st_size > 1000
 
 
-def test_rule_fails_early_on_a_missing_path(tmp_path):
-    write_config(tmp_path, {"mine": "weights/absent.safetensors"})
-    proc = run_snakemake(tmp_path, ["mine"])
+def test_rule_fails_early_on_a_missing_path_or_an_empty_file(tmp_path):
+    (tmp_path / "empty.pt").write_bytes(b"")
+    write_config(tmp_path, {"mine": "weights/absent.safetensors", "empty": "empty.pt"})
+    proc = run_snakemake(tmp_path, ["mine", "empty"])
     assert proc.returncode != 0
-    assert "config key checkpoints.mine: 'weights/absent.safetensors' does not exist" in (
-        proc.stdout + proc.stderr
-    )
+    output = proc.stdout + proc.stderr
+    assert "config key checkpoints.mine: 'weights/absent.safetensors' does not exist" in output
+    assert "config key checkpoints.empty: 'empty.pt' is empty (0 bytes)" in output
     assert not (tmp_path / "results").exists()  # no job ran
 
 
@@ -345,3 +359,209 @@ def test_optimizer_state_buffers_and_plain_values_are_skipped_and_listed(tmp_pat
     assert len(skipped) + len(table) == len(entries)
     bare = {f"state.{i}.exp_avg": v for i, v in enumerate(adam.state_dict()["state"][0].values())}
     assert analyse_tensors(bare, THRESHOLDS, RTOL)[0].empty  # an optimizer's state on its own
+
+
+# Hostile and broken files.
+def test_the_default_limit_is_the_schema_default():
+    schema = load_schema()["properties"]["checkpoint_max_elements"]
+    assert schema["default"] == MAX_ELEMENTS == 2**24 and schema["minimum"] == 1
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "torch", "torch-legacy"])
+def test_matrices_above_max_elements_are_skipped_with_the_limit(tmp_path, fmt):
+    """The count is rows x cols of the analysed matrix (a 4-D kernel too); at the limit a
+    matrix is analysed, one element above it is listed as skipped."""
+    torch.manual_seed(0)
+    sd = {"big": torch.randn(30, 40), "conv": torch.randn(4, 3, 5, 5), "small": torch.randn(5, 6)}
+    path = save(sd, tmp_path / "m.bin", fmt)
+    table, spectra = analyse_checkpoint(path, THRESHOLDS, RTOL, max_elements=299)
+    assert table["layer"].tolist() == ["small"] and list(spectra) == ["small"]
+    skipped = skipped_entries(load_checkpoint(path), max_elements=299).set_index("layer")
+    limit = "above the limit of 299 (config key checkpoint_max_elements)"
+    assert skipped.loc["big", "reason"] == f"30x40 = 1200 elements, {limit}"
+    assert skipped.loc["conv", "reason"] == f"4x75 = 300 elements, {limit}"
+    assert skipped.loc["conv", "tensor_shape"] == "4x3x5x5"
+    table, _ = analyse_checkpoint(path, THRESHOLDS, RTOL, max_elements=300)
+    assert table["layer"].tolist() == ["conv", "small"]
+    assert analyse_checkpoint(path, THRESHOLDS, RTOL)[0]["layer"].tolist() == list(sd)
+
+
+def test_a_huge_declared_tensor_is_skipped_without_allocating(tmp_path):
+    """A 1.5 KB torch file declaring 50000 x 50000 (a broadcast view, zero strides): analysed,
+    it would take 20 GB in float64; run under an 8 GB address-space limit, the analysis
+    finishes and lists the tensor as skipped by its shape."""
+    path = tmp_path / "bomb.pt"
+    torch.save({"bomb": torch.zeros(1).expand(50000, 50000), "fc": torch.randn(4, 3)}, path)
+    assert path.stat().st_size < 4000
+    child = f"""
+import json, resource, powerlaw
+from matcond.checkpoints import analyse_tensors, load_checkpoint, skipped_entries
+vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 2**30, resource.RLIM_INFINITY))
+entries = load_checkpoint({str(path)!r})
+table, _ = analyse_tensors(entries)
+print(json.dumps([table["layer"].tolist(), skipped_entries(entries).values.tolist()]))
+"""
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    analysed, skipped = json.loads(proc.stdout)
+    reason = "50000x50000 = 2500000000 elements, above the limit of 16777216 (config key "
+    assert analysed == ["fc"]
+    assert skipped == [["bomb", "50000x50000", reason + "checkpoint_max_elements)"]]
+
+
+def test_extreme_finite_weights_are_flagged_per_layer_and_scale_free_columns_kept():
+    """Weights scaled by 2^600 or 2^-600 (squares overflow / underflow float64): every
+    scale-free column is the unscaled matrix's, the norms are scaled exactly, alpha_xmin
+    (an eigenvalue, scaled by 2^1200) is NaN with a note; 1e308 entries: the norms too."""
+    base = torch.tensor(np.random.default_rng(0).standard_normal((12, 12)))
+    small_row = [[1.0, 2.0, 3.0], [1e-200, 2e-200, 3e-200], [3.0, 1.0, 2.0]]
+    tensors = {
+        "ok": base,
+        "huge": base * 2.0**600,
+        "tiny": base * 2.0**-600,
+        "max": torch.full((3, 4), 1e308, dtype=torch.float64),
+        "small_row": torch.tensor(small_row, dtype=torch.float64),  # row 2's squares underflow
+    }
+    table, spectra = analyse_tensors(tensors, THRESHOLDS, RTOL)
+    rows = table.set_index("layer")
+    ref = numpy_reference(base.numpy())
+    for name, factor in (("huge", 2.0**600), ("tiny", 2.0**-600)):
+        row = rows.loc[name]
+        for column, value in ref.items():
+            if column in ("frobenius_norm", "spectral_norm"):
+                value = value * factor
+            np.testing.assert_allclose(row[column], value, rtol=1e-12, err_msg=column)
+        assert row["alpha"] == rows.loc["ok", "alpha"] and np.isnan(row["alpha_xmin"])
+        assert row["note"].startswith("alpha_xmin beyond float64's range (max |w| = ")
+        np.testing.assert_allclose(spectra[name], spectra["ok"] * factor, rtol=1e-12)
+    assert rows.loc["ok", "note"] == "" and rows.loc["ok", "alpha_xmin"] > 0
+    big = rows.loc["max"]
+    assert np.isnan([big["frobenius_norm"], big["spectral_norm"]]).all() and "max" not in spectra
+    assert big["note"].startswith("frobenius_norm, spectral_norm beyond float64's range")
+    assert big["note"].endswith("; spectrum not drawn")
+    assert big["numerical_rank"] == 1 and big["condition_number"] == np.inf
+    assert big["stable_rank"] == pytest.approx(1.0) and big["row_norm_max_over_min"] == 1.0
+    assert rows.loc["small_row", "row_norm_max_over_min"] == pytest.approx(1e200, rel=1e-12)
+
+
+def test_a_layer_whose_analysis_fails_is_flagged_and_the_others_analysed(monkeypatch):
+    svd = matcond.checkpoints.singular_values
+
+    def failing(w):
+        if w.shape == (5, 5):
+            raise np.linalg.LinAlgError("SVD did not converge")
+        return svd(w)
+
+    monkeypatch.setattr(matcond.checkpoints, "singular_values", failing)
+    tensors = {"bad": torch.randn(5, 5), "good": torch.eye(3)}
+    table, spectra = analyse_tensors(tensors, THRESHOLDS, RTOL)
+    assert table["note"].tolist() == ["analysis failed: LinAlgError: SVD did not converge", ""]
+    assert table.loc[0, "frobenius_norm":].isna().all() and list(spectra) == ["good"]
+    assert table.loc[1, "condition_number"] == 1.0 and table.loc[1, "finite"]
+
+
+def legacy_torch_file(pickled_object: bytes) -> bytes:
+    """A file in torch's legacy format (torch.save(..., _use_new_zipfile_serialization=False))
+    holding one pickled object and no storages."""
+    from torch.serialization import MAGIC_NUMBER, PROTOCOL_VERSION
+
+    sys_info = {"protocol_version": PROTOCOL_VERSION, "little_endian": True}
+    sys_info["type_sizes"] = {"short": 2, "int": 4, "long": 4}
+    parts = [MAGIC_NUMBER, PROTOCOL_VERSION, sys_info]
+    head = b"".join(pickle.dumps(x, protocol=2) for x in parts)
+    return head + pickled_object + pickle.dumps([], protocol=2)
+
+
+def test_deep_nesting_is_a_checkpoint_error(tmp_path):
+    """{"a": {"a": ... 3}} 5000 levels deep (torch.save cannot write it, a hand-made pickle can);
+    100 levels still load."""
+    deep = b"\x80\x02" + b"}X\x01\x00\x00\x00a" * 5000 + b"K\x03" + b"s" * 5000 + b"."
+    assert pickle.loads(deep)["a"]["a"]["a"]  # the pickle is what it claims
+    path = tmp_path / "deep.pt"
+    path.write_bytes(legacy_torch_file(deep))
+    with pytest.raises(CheckpointError, match=r"deep\.pt.*nested more than 100 levels deep"):
+        load_checkpoint(path)
+    nested: object = torch.eye(3)
+    for _ in range(100):
+        nested = {"a": nested}
+    torch.save(nested, tmp_path / "ok.pt")
+    entries = load_checkpoint(tmp_path / "ok.pt")
+    assert list(entries) == [".".join(["a"] * 100)]
+
+
+def corrupt(tmp_path: Path, kind: str) -> Path:
+    """A file of the given kind of wrongness."""
+    path = tmp_path / f"{kind}.bin"
+    sd = {"fc.weight": torch.randn(8, 8), "fc.bias": torch.randn(8)}
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "csv":
+        path.write_text("layer,condition_number\nfc.weight,12.5\n")
+    elif kind == "readme":
+        path.write_text("# Modèle entraîné — poids\n" * 5000)  # 130 KB of UTF-8 text
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif kind in ("safetensors-json", "safetensors-shape"):  # a hand-made header
+        entry = {"dtype": "F32", "shape": [50000, 50000], "data_offsets": [0, 16]}
+        header = json.dumps({"w": entry}).encode()
+        if kind == "safetensors-json":
+            header = header.replace(b'"w":', b'"w" ')
+        path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(16))
+    else:
+        fmt, cut = {
+            "torch-zip": ("torch", 0.5),
+            "torch-legacy": ("torch-legacy", 0.9),
+            "safetensors-data": ("safetensors", 0.9),
+            "safetensors-header": ("safetensors", 0.0),
+        }[kind]
+        data = save(sd, path, fmt).read_bytes()
+        path.write_bytes(data[: max(int(len(data) * cut), 20)])
+    return path
+
+
+LOAD_MESSAGES = {
+    "empty": r"is empty \(0 bytes\)",
+    "csv": "looks like a text file, not a weight file",
+    "readme": "looks like a text file, not a weight file",
+    "binary": "is neither safetensors nor a torch file",
+    "torch-zip": "is a corrupt or truncated torch file: RuntimeError: .*central directory",
+    "torch-legacy": "is a corrupt or truncated torch file: .*EOF",
+    # 8 x 8 + 8 float32 values: 288 bytes
+    "safetensors-data": r"is truncated or corrupt safetensors: its header places 288 bytes of "
+    r"tensor data, the file holds \d+",
+    "safetensors-header": r"is truncated or corrupt safetensors: a \d+-byte header in a "
+    r"20-byte file",
+    "safetensors-json": r"is truncated or corrupt safetensors: unreadable header "
+    r"\(JSONDecodeError: ",
+    # offsets that match the file, a shape that does not: found by the safetensors library
+    "safetensors-shape": "is invalid safetensors: .*invalid shape",
+}
+
+
+@pytest.mark.parametrize("kind", list(LOAD_MESSAGES))
+def test_each_kind_of_bad_file_has_its_message(tmp_path, kind):
+    path = corrupt(tmp_path, kind)
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(path)
+    assert not isinstance(err.value, UnsafeCheckpointError)
+    expected = f"checkpoint '{re.escape(str(path))}' {LOAD_MESSAGES[kind]}.*"
+    assert re.fullmatch(expected, str(err.value), re.S), str(err.value)
+
+
+def test_cheap_checks_run_at_parse_time(state_dict, tmp_path):
+    """Empty, text and inconsistent safetensors files are named before any job; every valid
+    format passes; a shape that does not match its offsets and a truncated torch zip are only
+    found when loading."""
+    kinds = ["empty", "csv", "readme", "safetensors-data", "safetensors-header"]
+    kinds += ["safetensors-json", "safetensors-shape", "torch-zip"]
+    config = {"checkpoints": {k: corrupt(tmp_path, k).name for k in kinds}}
+    fmts = ["safetensors", "torch", "torch-legacy", "torch-nested"]
+    config["checkpoints"] |= {f: save(state_dict, tmp_path / f"{f}.w", f).name for f in fmts}
+    with pytest.raises(ConfigError) as err:
+        check_checkpoint_paths(config, base=tmp_path)
+    message = str(err.value)
+    for kind in kinds[:-2]:
+        expected = f"config key checkpoints.{kind}: '{kind}.bin' {LOAD_MESSAGES[kind]}"
+        assert re.search(expected, message), (kind, message)
+    assert message.count("config key checkpoints.") == len(kinds) - 2

@@ -3,11 +3,15 @@
 import json
 import re
 
-# The analysis settings as JSON: changing a threshold or rank_rtol reruns the analysis.
+# The analysis settings as JSON: changing a threshold, rank_rtol or checkpoint_max_elements
+# reruns the analysis.
 CHECKPOINT_SETTINGS = json.dumps(
     {
-        key: config["defaults"][key]
-        for key in ("effective_rank_thresholds", "rank_rtol")
+        **{
+            key: config["defaults"][key]
+            for key in ("effective_rank_thresholds", "rank_rtol")
+        },
+        "max_elements": config["checkpoint_max_elements"],
     },
     sort_keys=True,
 )
