@@ -22,6 +22,7 @@ from gn_cases import assert_bound_holds, rel
 from matcond.catalog import FIGURES as CATALOG
 from matcond.config import validate_config
 from matcond.figures import FIGURES
+from matcond.files import write_parquet
 from matcond.gauss_newton import (
     LeakyReLUNet,
     input_covariance,
@@ -134,6 +135,15 @@ def test_sweep_tables_have_their_columns_and_bounds_hold(name, gn_config):
     assert (table["kappa"] >= 1 - 1e-12).all()
     assert_bounds_hold(table)
     assert FIGURES[f"gn_{name}"]  # every sweep has a figure
+
+
+def test_identical_sweeps_write_identical_bytes(gn_config, tmp_path):
+    """No wall-clock column: two runs of a sweep give byte-identical tables."""
+    settings = gn_config["sweeps"]["fig3_bounds"]
+    for name in ("a", "b"):
+        table = run_sweep("fig3_bounds", settings, gn_config["data"])
+        write_parquet(table, tmp_path / f"{name}.parquet")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
 def test_depth_sweep_rows_and_per_layer_terms(gn_config):

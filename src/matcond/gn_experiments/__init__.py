@@ -34,11 +34,12 @@ unless said otherwise; every table has ``sweep, dataset, whitened, n_samples, d,
 the exact ``kappa``, ``rank``, ``rank_source`` (``analytic`` for linear and residual nets,
 ``tolerance`` where no formula is known: leaky ReLU, BatchNorm, pruned MLP), ``gap_at_cut``
 (smallest kept over largest dropped eigenvalue), ``relative_error``, ``reliable`` and
-``reliability`` (:class:`matcond.gauss_newton.GNSpectrum`), ``solver``, ``seconds``)
+``reliability`` (:class:`matcond.gauss_newton.GNSpectrum`) and ``solver``; no timings, so
+that identical runs give byte-identical tables)
     ``fig2_depth`` (:func:`depth_sweep`): deep linear nets of depth ``L`` (``L - 1`` hidden layers)
     with ``width_rule`` ``fixed`` (``width = width_param``) or ``proportional``
     (``width = width_param * L``); ``bound_convex`` / ``bound_max`` (Lemma 2),
-    ``tightness_convex`` / ``tightness_max``, ``kappa_sigma``, ``bound_seconds``.
+    ``tightness_convex`` / ``tightness_max``, ``kappa_sigma``.
     ``fig3_bounds``: the same at one width, plus (``per_layer``) the JSON lists ``term_per_layer``
     (``kappa^2(W^{L:l+1}) kappa^2(W^{l-1:1})``) and ``gamma_per_layer`` (appendix E).
     ``fig19_whitening``: the same at one width, whitened and not.

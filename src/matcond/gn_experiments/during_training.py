@@ -79,7 +79,6 @@ DEAD_NET = {
     "reliable": False,
     "reliability": "zero GN matrix: every hidden unit is dead on the GN rows",
     "solver": "none",
-    "seconds": 0.0,
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -126,9 +125,7 @@ def exp7_rows(
                 exact = leaky_relu_gn_spectrum(layers, x, 0.0)
             else:
                 exact = linear_gn_spectrum(layers, x)
-            start = time.perf_counter()
             bounds = exp7_bounds(layers, x, model)
-            bound_seconds = time.perf_counter() - start
             for bound_name, bound in bounds.items():
                 rows.append(
                     {
@@ -138,7 +135,6 @@ def exp7_rows(
                         "bound_value": bound.value,
                         "tightness": bound.tightness(exact),
                         "kappa_sigma": bound.components.get("kappa_sigma", math.nan),
-                        "bound_seconds": bound_seconds,
                     }
                 )
     return pd.DataFrame(rows, columns=EXP7_ROW_COLUMNS)
@@ -159,7 +155,6 @@ EXP7_ROW_COLUMNS = [
     "bound_value",
     "tightness",
     "kappa_sigma",
-    "bound_seconds",
 ]
 EXP7_KEYS = ["model", "depth", "stage", "epoch", "inputs", "n_samples", "bound"]
 EXP7_STATS = ("mean", "std", "median", "q25", "q75")
@@ -173,8 +168,8 @@ def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
     bound / exact over the trials that did not diverge (``n``; ``n_diverged`` left out;
     ``n_nonfinite``: an infinite bound, left out; ``n_unreliable``: trials whose exact κ is
     flagged, see :class:`matcond.gauss_newton.GNSpectrum`); ``tightness_min`` / ``_max`` over
-    the finite ones; ``bound_median`` the median bound; ``solver`` the solvers used;
-    ``seconds_mean`` the mean time of the exact κ.
+    the finite ones; ``bound_median`` the median bound; ``solver`` the solvers used. No
+    timings: the tables of identical runs are byte-identical (times are in the job logs).
     """
     out = []
     for values, group in rows.groupby(EXP7_KEYS, sort=True):
@@ -196,7 +191,6 @@ def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
                 "n_nonfinite": tight["n_nonfinite"],
                 "n_unreliable": int((~kept["reliable"].astype(bool)).sum()),
                 "solver": ",".join(sorted(kept["solver"].astype(str).unique())),
-                "seconds_mean": float(kept["seconds"].mean()) if len(kept) else math.nan,
             }
         )
     table = pd.DataFrame(out)

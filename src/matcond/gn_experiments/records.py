@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +28,6 @@ EXACT_COLUMNS = [
     "reliable",
     "reliability",
     "solver",
-    "seconds",
 ]
 
 
@@ -44,7 +42,6 @@ def spectrum_columns(spectrum: GNSpectrum) -> dict[str, Any]:
         "reliable": spectrum.reliable,
         "reliability": spectrum.flags(),
         "solver": spectrum.solver,
-        "seconds": spectrum.seconds,
     }
 
 
@@ -65,12 +62,10 @@ def linear_record(
     """Exact κ and the convex / max bounds (Lemma 2, or Eq. 7 for ``beta != 0``) of one net."""
     if beta:
         exact = residual_gn_spectrum(weights, beta, x)
-        start = time.perf_counter()
         convex = residual_bound(weights, beta, x, form="convex")
         loose = residual_bound(weights, beta, x, form="max")
     else:
         exact = linear_gn_spectrum(weights, x)
-        start = time.perf_counter()
         convex = lemma2_bound(weights, x, form="convex")
         loose = lemma2_bound(weights, x, form="max")
     record = {
@@ -80,7 +75,6 @@ def linear_record(
         "tightness_convex": convex.tightness(exact),
         "tightness_max": loose.tightness(exact),
         "kappa_sigma": convex.components["kappa_sigma"],
-        "bound_seconds": time.perf_counter() - start,
     }
     if per_layer:
         for column in PER_LAYER_COLUMNS:
@@ -92,7 +86,6 @@ def linear_record(
 def leaky_record(weights: Sequence[torch.Tensor], x: np.ndarray, alpha: float) -> dict[str, Any]:
     """Exact κ of ``W LeakyReLU_alpha(V x)`` and Lemma 4 with its terms."""
     exact = leaky_relu_gn_spectrum(weights, x, alpha)
-    start = time.perf_counter()
     bound = leaky_relu_bound(weights, x, alpha)
     terms = {
         key: bound.components[key]
@@ -103,5 +96,4 @@ def leaky_record(weights: Sequence[torch.Tensor], x: np.ndarray, alpha: float) -
         "bound": bound.value,
         "tightness": bound.tightness(exact),
         **terms,
-        "bound_seconds": time.perf_counter() - start,
     }

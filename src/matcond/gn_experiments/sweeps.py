@@ -180,7 +180,6 @@ LINEAR_COLUMNS = [
     "tightness_convex",
     "tightness_max",
     "kappa_sigma",
-    "bound_seconds",
 ]
 DEPTH_COLUMNS = [*DATA_COLUMNS, "width_rule", "width_param", "width", "depth", "seed"]
 LEAKY_COLUMNS = [
@@ -195,7 +194,6 @@ LEAKY_COLUMNS = [
     "sigma_min_sq_w",
     "lambda_min_gamma",
     "lambda_max_gamma",
-    "bound_seconds",
 ]
 TRAINING_COLUMNS = [*DATA_COLUMNS, "init", "lr", "batch_size", "seed", "width"]
 PRUNING_COLUMNS = [
