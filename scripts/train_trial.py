@@ -6,6 +6,7 @@ Either way the process that trains writes the job's benchmark (matcond.run.write
 """
 
 import os
+import signal
 import sys
 
 from matcond.execution.trialserver import request_trial
@@ -24,5 +25,10 @@ if status is None:
     from matcond.run import run_trial_job
 
     run_trial_job(**job)
+elif status < 0:
+    sys.exit(
+        f"the trial's process on the trial server was killed by {signal.Signals(-status).name} "
+        f"(SIGKILL: often the out-of-memory killer); the server goes on; log: {snakemake.log[0]}"
+    )
 elif status != 0:
     sys.exit(f"training failed on the trial server: see {snakemake.log[0]}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import threading
 import time
@@ -102,6 +103,22 @@ def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
     conn.close()  # what the job's end (kill, Ctrl-C) does to its connection
     wait_until(lambda: not children(server))
     assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_a_killed_trial_is_reported_with_its_signal(server, spec, tmp_path, monkeypatch):
+    """The trial's child killed (as by the out-of-memory killer): the job learns the signal,
+    not that the server stopped; the server goes on."""
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    status = []
+    trial = long_trial(spec, tmp_path)
+    thread = threading.Thread(target=lambda: status.append(request_trial(**trial)))
+    thread.start()
+    wait_until(lambda: len(children(server)) == 1)
+    children(server)[0].kill()
+    thread.join(timeout=30)
+    assert status == [-signal.SIGKILL]
+    assert server.process.poll() is None
+    wait_until(lambda: not children(server))  # reaped, no zombie left
 
 
 def test_stopping_the_server_fails_the_running_job(spec, tmp_path, monkeypatch):

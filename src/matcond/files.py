@@ -25,8 +25,24 @@ from matcond.trials import Trial
 if TYPE_CHECKING:
     import pandas as pd
 
-SPEC_KEY = "matcond.spec"
-DIGEST_KEY = "matcond.sha256"
+SPEC_KEY = "matcond.spec"  # a trial table's spec (parquet metadata)
+# A trial's weights: {"spec": ..., "sha256": ...} under one key (safetensors writes its
+# metadata from a hash map: two keys would come out in either order, and the bytes differ).
+WEIGHTS_KEY = "matcond"
+
+
+def weights_metadata(spec: Mapping, digest: str) -> dict[str, str]:
+    """The safetensors metadata of a trial's weights: its spec and their digest."""
+    return {WEIGHTS_KEY: json.dumps({"sha256": digest, "spec": spec}, sort_keys=True)}
+
+
+def _stored_weights_record(metadata: Mapping[str, str] | None) -> dict:
+    try:
+        return json.loads((metadata or {})[WEIGHTS_KEY])
+    except (KeyError, ValueError):
+        return {}
+
+
 TRIALS_ROOT = Path("results/trials")
 
 
@@ -133,8 +149,7 @@ def weights_problem(path: Path, spec_json: str) -> str | None:
     header = safetensors_header(path)
     if isinstance(header, str):
         return header
-    stored = header.get("__metadata__", {}).get(SPEC_KEY)
-    if stored is None or json.loads(stored) != json.loads(spec_json):
+    if _stored_weights_record(header.get("__metadata__")).get("spec") != json.loads(spec_json):
         return "weights of another trial or other settings"
     return None
 
@@ -179,7 +194,7 @@ def load_weights(path: str | Path, spec_json: str) -> dict[str, np.ndarray]:
         raise DamagedFileError(path, problem)
     with safe_open(str(path), framework="numpy") as fh:
         weights = {name: fh.get_tensor(name) for name in fh.keys()}
-        stored = (fh.metadata() or {}).get(DIGEST_KEY)
+        stored = _stored_weights_record(fh.metadata()).get("sha256")
     if stored != weights_digest(weights):
         raise DamagedFileError(path, "weight values altered (checksum mismatch)")
     return weights

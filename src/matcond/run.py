@@ -27,10 +27,10 @@ from matcond.components import compare, singular_values
 from matcond.execution.devices import claim_device
 from matcond.execution.joblog import logging_to
 from matcond.files import (
-    DIGEST_KEY,
     SPEC_KEY,
     replace_atomically,
     weights_digest,
+    weights_metadata,
     write_parquet,
 )
 from matcond.models import teacher_weights
@@ -123,7 +123,7 @@ def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) 
     the values (:func:`matcond.files.weights_digest`) in its metadata."""
     arrays = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in weights.items()}
     tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
-    meta = {SPEC_KEY: json.dumps(spec, sort_keys=True), DIGEST_KEY: weights_digest(arrays)}
+    meta = weights_metadata(spec, weights_digest(arrays))
     replace_atomically(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
 

@@ -48,8 +48,9 @@ def request_trial(**job) -> int | None:
     """Run one trial on the server named by ``$MATCOND_TRIAL_SERVER``; its exit status.
 
     ``job`` holds the keyword arguments of :func:`matcond.run.run_trial_job`. None if there is
-    no server to ask (the caller then runs the trial itself); a server that goes away while
-    the trial runs is an error.
+    no server to ask (the caller then runs the trial itself); minus the signal's number if a
+    signal killed the trial's process (e.g. SIGKILL from the out-of-memory killer); a server
+    that goes away while the trial runs is an error.
     """
     address = os.environ.get(ADDRESS_ENV)
     if not address:
@@ -97,7 +98,6 @@ def serve(address: str) -> None:
     _die_with_parent()
     import matcond.run  # noqa: F401  (the imports every child shares)
 
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
@@ -108,10 +108,24 @@ def serve(address: str) -> None:
     while True:
         conn, _ = listener.accept()
         request = conn.makefile("rb").readline()
-        if request and os.fork() == 0:  # no request: the job went away before sending it
+        if not request:  # the job went away before sending it
+            conn.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
             listener.close()
             _run_child(conn, request)
-        conn.close()
+        threading.Thread(target=_report_death, args=(pid, conn), daemon=True).start()
+
+
+def _report_death(pid: int, conn: socket.socket) -> None:
+    """Reap child ``pid``; if a signal killed it (before it could send its status), send the
+    job minus the signal's number, so that the job says what happened."""
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        with contextlib.suppress(OSError):
+            conn.sendall(f"{-os.WTERMSIG(status)}\n".encode())
+    conn.close()
 
 
 class TrialServer:
