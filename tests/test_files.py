@@ -1,6 +1,7 @@
 """Damage to the workflow's files is detected, named, and never read as data (matcond.files)."""
 
 import json
+import os
 
 import matplotlib
 
@@ -73,6 +74,9 @@ def test_weights_checked_against_digest_and_spec(tmp_path, spec):
     weights = {"final.product": np.arange(16.0).reshape(4, 4), "target.product": np.eye(4)}
     spec_json = json.dumps(spec, sort_keys=True)
     write_weights(weights, spec, path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as any file, not 0600
     loaded = load_weights(path, spec_json)
     assert all(np.array_equal(loaded[k], v) for k, v in weights.items())
     with pytest.raises(DamagedFileError, match="another trial or other settings"):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -13,7 +15,13 @@ import pandas as pd
 import psutil
 import pytest
 
-from matcond.execution.trialserver import ADDRESS_ENV, TrialServer, request_trial
+from matcond.execution.trialserver import (
+    ADDRESS_ENV,
+    PREFIX,
+    STARTUP_SECONDS,
+    TrialServer,
+    request_trial,
+)
 from matcond.run import run_trial_job
 
 
@@ -141,3 +149,21 @@ def test_stopping_the_server_fails_the_running_job(spec, tmp_path, monkeypatch):
     assert errors and "stopped before the trial finished" in str(errors[0])
     wait_until(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
     assert not Path(own.address).exists()
+
+
+def test_a_terminated_server_removes_its_directory_and_stale_ones_go(tmp_path, monkeypatch):
+    """SIGTERM (what the server gets when its Snakemake dies) removes the socket's directory;
+    a directory left by a SIGKILLed server is removed by the next start once it is old enough
+    to be no starting server's, a recent one is left alone."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale, recent = tmp_path / f"{PREFIX}stale", tmp_path / f"{PREFIX}recent"
+    stale.mkdir()
+    recent.mkdir()
+    old = time.time() - 2 * STARTUP_SECONDS
+    os.utime(stale, (old, old))
+    own = TrialServer.start()
+    assert not stale.exists() and recent.exists()
+    own.process.send_signal(signal.SIGTERM)
+    own.process.wait(timeout=30)
+    assert not own.directory.exists()
+    own.stop()

@@ -61,6 +61,9 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Non
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would: some writers create files 0600
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

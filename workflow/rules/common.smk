@@ -9,6 +9,7 @@ from matcond.checkpoints import check_checkpoint_paths
 from matcond.claims_check import validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.files import damaged_files, set_aside
+from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.trialserver import ADDRESS_ENV, TrialServer
 from matcond.fingerprints import code_fingerprint as _fingerprint
 from matcond.trials import all_trials, swept_settings
@@ -36,6 +37,10 @@ onstart:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
+    if (
+        workflow.local_exec
+    ):  # a local job ends with this process (matcond.execution.joblog)
+        os.environ[RUN_PID_ENV] = str(os.getpid())
     own_environment = not workflow.deployment_settings.deployment_method
     if config["trial_server"] and workflow.local_exec and own_environment:
         server = TrialServer.start()

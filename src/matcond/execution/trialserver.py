@@ -32,10 +32,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 ADDRESS_ENV = "MATCOND_TRIAL_SERVER"
 READY = b"ready\n"
+PREFIX = "matcond-trials-"  # of the server's directory under the temp directory
+STARTUP_SECONDS = 120.0  # the longest a server may take to listen
 
 
 def _die_with_parent() -> None:
@@ -74,7 +77,7 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
     status = 1
     try:
         _die_with_parent()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
         def exit_if_job_is_gone() -> None:  # the job sends nothing more: EOF means it is gone
             if not conn.recv(1):
@@ -96,6 +99,13 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
 def serve(address: str) -> None:
     """Import the training stack, listen on ``address``, fork one child per request."""
     _die_with_parent()
+    directory = os.path.dirname(address)
+
+    def stop(*_) -> None:  # SIGTERM: from TrialServer.stop, or the parent's death
+        shutil.rmtree(directory, ignore_errors=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     import matcond.run  # noqa: F401  (the imports every child shares)
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
@@ -128,6 +138,24 @@ def _report_death(pid: int, conn: socket.socket) -> None:
     conn.close()
 
 
+def _remove_stale_directories() -> None:
+    """Remove the directories of servers that were killed (SIGKILL leaves them behind): those
+    whose socket no longer answers, once older than a server's start-up may take."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if time.time() - directory.stat().st_mtime < STARTUP_SECONDS:
+                continue
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(str(directory / "trials.sock"))
+        except (ConnectionRefusedError, FileNotFoundError):
+            shutil.rmtree(directory, ignore_errors=True)
+        except OSError:
+            pass  # not ours to judge (permissions)
+        finally:
+            conn.close()
+
+
 class TrialServer:
     """A running server: :meth:`start` it, publish its address, :meth:`stop` it."""
 
@@ -137,10 +165,11 @@ class TrialServer:
         self.address = str(directory / "trials.sock")
 
     @classmethod
-    def start(cls, timeout: float = 120.0) -> TrialServer | None:
+    def start(cls, timeout: float = STARTUP_SECONDS) -> TrialServer | None:
         """Start a server and wait until it listens; None (with a warning) if it does not."""
         # /tmp, not the working directory: a socket path has at most 107 bytes
-        directory = Path(tempfile.mkdtemp(prefix="matcond-trials-"))
+        _remove_stale_directories()
+        directory = Path(tempfile.mkdtemp(prefix=PREFIX))
         address = str(directory / "trials.sock")
         process = subprocess.Popen(
             [sys.executable, "-m", "matcond.execution.trialserver", address],
