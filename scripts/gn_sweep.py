@@ -7,7 +7,7 @@ import time
 import torch
 
 from matcond.execution.joblog import logging_to
-from matcond.files import write_parquet
+from matcond.files import SETTINGS_KEY, write_parquet
 from matcond.gn_experiments.sweeps import run_sweep
 
 with logging_to(snakemake.log[0]):
@@ -15,6 +15,6 @@ with logging_to(snakemake.log[0]):
     settings = json.loads(snakemake.params.settings)
     start = time.perf_counter()
     table = run_sweep(snakemake.wildcards.sweep, settings["sweep"], settings["data"])
-    write_parquet(table, snakemake.output.parquet)
+    write_parquet(table, snakemake.output.parquet, {SETTINGS_KEY: snakemake.params.settings})
     table.to_csv(snakemake.output.csv, index=False)
     print(f"{len(table)} rows in {time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -7,7 +7,7 @@ import time
 import torch
 
 from matcond.execution.joblog import logging_to
-from matcond.files import load_weights, write_parquet
+from matcond.files import SETTINGS_KEY, load_weights, write_parquet
 from matcond.gn_experiments.exp7 import exp7_rows
 
 with logging_to(snakemake.log[0]):
@@ -17,6 +17,6 @@ with logging_to(snakemake.log[0]):
     weights = load_weights(snakemake.input.weights, snakemake.params.spec)
     table = exp7_rows(weights, spec, json.loads(snakemake.params.settings))
     table.insert(0, "trial", snakemake.wildcards.trial)
-    write_parquet(table, snakemake.output[0])
+    write_parquet(table, snakemake.output[0], {SETTINGS_KEY: snakemake.params.settings})
     print(f"{len(table)} rows in {time.perf_counter() - start:.2f} s", file=sys.stderr)
     print(table.drop(columns="trial").to_string(), file=sys.stderr)

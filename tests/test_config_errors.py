@@ -205,3 +205,19 @@ def test_snakemake_stops_before_any_job_without_traceback(tmp_path, file_config,
     assert "Invalid config: " in out and message in out.split("Invalid config: ", 1)[1]
     assert "Traceback" not in out and 'File "' not in out
     assert not (tmp_path / "results").exists()
+
+
+def test_a_dimension_beyond_this_machines_memory_stops_before_any_job(tmp_path):
+    """dim 100000 needs ~640 GB per training job: a local run stops at its start, naming the
+    key, instead of failing (or swapping) in every job."""
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(one({"dim": 100_000, "epochs": 1})))
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--cores", "1"]
+    cmd += ["--configfile", tmp_path / "config.yaml"]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert (
+        "Cannot start: config key experiments.e: dim 100000 needs about 641000 MB per training job"
+        in out
+    )
+    assert not (tmp_path / "results" / "trials").exists()

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from matcond.files import (
+    SETTINGS_KEY,
     DamagedFileError,
     damaged_files,
     file_problem,
@@ -135,3 +136,20 @@ def test_stale_settings_are_damage_and_set_aside_keeps_every_copy(tmp_path, spec
     second = set_aside(path, results)
     assert first != second and first.exists() and second.exists() and not path.exists()
     assert first.parent == results / "damaged" / "trials" / old.cell
+
+
+def test_a_table_computed_with_other_settings_is_damage(tmp_path, table):
+    """A GN table stores its settings: another value (even with Snakemake's metadata lost)
+    names the setting; an older table without settings is rebuilt too."""
+    results = tmp_path / "results"
+    (results / "tables").mkdir(parents=True)
+    path = results / "tables" / "gn_fig2_depth.parquet"
+    old = json.dumps({"data": {"seed": 0}, "sweep": {"widths": [4, 8], "seeds": 2}})
+    new = json.dumps({"data": {"seed": 0}, "sweep": {"widths": [4, 16], "seeds": 2}})
+    write_parquet(table, path, {SETTINGS_KEY: old})
+    output = "results/tables/gn_fig2_depth.parquet"
+    assert damaged_files(results, {}, [output], {output: old}) == {}
+    found = damaged_files(results, {}, [output], {output: new})
+    assert found == {path: "computed with other settings (sweep.widths)"}
+    write_parquet(table, path)
+    assert "no settings" in damaged_files(results, {}, [output], {output: old})[path]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SPEC_KEY = "matcond.spec"  # a trial table's spec (parquet metadata)
+SETTINGS_KEY = "matcond.settings"  # the settings a GN table was computed with (parquet metadata)
 # A trial's weights: {"spec": ..., "sha256": ...} under one key (safetensors writes its
 # metadata from a hash map: two keys would come out in either order, and the bytes differ).
 WEIGHTS_KEY = "matcond"
@@ -138,13 +139,37 @@ def trial_table_problem(path: Path, spec_json: str, root: Path = TRIALS_ROOT) ->
     except (OSError, ValueError) as err:
         return f"unreadable parquet ({err})"
     stored = stored and stored.decode()
-    problem = _spec_problem(stored, path, root)
-    if problem is None and json.loads(stored) != json.loads(spec_json):
-        changed = sorted(
-            k for k, v in json.loads(spec_json).items() if json.loads(stored).get(k) != v
-        )
-        problem = f"computed with other settings ({', '.join(changed)})"
-    return problem
+    return _spec_problem(stored, path, root) or _changed(json.loads(stored), json.loads(spec_json))
+
+
+def _changed(stored: dict, expected: dict) -> str | None:
+    """'computed with other settings (a, b.c)' naming what differs (one level down), or None."""
+    if stored == expected:
+        return None
+    changed = []
+    for key in sorted(set(stored) | set(expected)):
+        old, new = stored.get(key), expected.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed += [
+                f"{key}.{k}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)
+            ]
+        elif old != new:
+            changed.append(key)
+    return f"computed with other settings ({', '.join(changed)})"
+
+
+def settings_problem(path: Path, settings_json: str) -> str | None:
+    """What is wrong with a table that stores the settings it was computed with (footer,
+    those settings against ``settings_json``), or None. Reads the footer only."""
+    import pyarrow.parquet as pq
+
+    try:
+        stored = (pq.read_schema(path).metadata or {}).get(SETTINGS_KEY.encode())
+    except (OSError, ValueError) as err:
+        return f"unreadable parquet ({err})"
+    if stored is None:
+        return "no settings in its metadata (written by an older version)"
+    return _changed(json.loads(stored), json.loads(settings_json))
 
 
 def weights_problem(path: Path, spec_json: str) -> str | None:
@@ -245,13 +270,19 @@ def file_problem(path: Path) -> str | None:
 
 
 def damaged_files(
-    results: Path, trials: Mapping[str, str], outputs: Iterable[str]
+    results: Path,
+    trials: Mapping[str, str],
+    outputs: Iterable[str],
+    settings: Mapping[str, str] | None = None,
 ) -> dict[Path, str]:
     """Every damaged file among a run's existing outputs, with what is wrong.
 
     ``trials``: trial path -> its canonical spec JSON (a trial's table and weights must hold
-    that spec); ``outputs``: the run's other output files, relative to ``results``' parent.
+    that spec); ``outputs``: the run's other output files, relative to ``results``' parent;
+    ``settings``: those of them that store their settings (:data:`SETTINGS_KEY`) -> the
+    settings JSON they must hold.
     """
+    settings = settings or {}
     damaged = {}
     root = results / "trials"
     for trial, spec_json in trials.items():
@@ -265,7 +296,12 @@ def damaged_files(
                 damaged[weights] = problem
     for output in outputs:
         path = results.parent / output
-        if os.path.lexists(path) and (problem := file_problem(path)):
+        if not os.path.lexists(path):
+            continue
+        problem = file_problem(path)
+        if problem is None and output in settings:
+            problem = settings_problem(path, settings[output])
+        if problem:
             damaged[path] = problem
     return damaged
 

@@ -37,10 +37,12 @@ onstart:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
-    if (
-        workflow.local_exec
-    ):  # a local job ends with this process (matcond.execution.joblog)
-        os.environ[RUN_PID_ENV] = str(os.getpid())
+    if workflow.local_exec:
+        if problem := memory_problem():
+            sys.exit(f"Cannot start: {problem}")
+        os.environ[RUN_PID_ENV] = str(
+            os.getpid()
+        )  # jobs end with this process (joblog)
     own_environment = not workflow.deployment_settings.deployment_method
     if config["trial_server"] and workflow.local_exec and own_environment:
         server = TrialServer.start()
@@ -153,8 +155,36 @@ def trial_spec(wildcards):
 
 def train_mem_mb(wildcards):
     """Peak memory of a training job: torch itself plus a few copies of the matrices."""
-    dim = TRIAL_BY_PATH[wildcards.trial].spec["dim"]
-    return 1000 + 64 * dim * dim // 1_000_000
+    return trial_mem_mb(TRIAL_BY_PATH[wildcards.trial].spec["dim"])
+
+
+def trial_mem_mb(dim, gn=False):
+    """MB a training job (or, ``gn``, a GN job on its weights: dense forms of side dim^2)
+    of dimension ``dim`` needs."""
+    return 1500 + 40 * dim**4 // 1_000_000 if gn else 1000 + 64 * dim * dim // 1_000_000
+
+
+def memory_problem():
+    """What does not fit in this machine's memory (the largest trial of each experiment, and
+    of each GN part on saved weights), naming the config key; None if all fits."""
+    total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    largest = [
+        (f"experiments.{e}", max(t.spec["dim"] for t in ts), False)
+        for e, ts in TRIALS.items()
+    ]
+    largest += [
+        (f"gauss_newton.{part}", max(t.spec["dim"] for t in ts), True)
+        for part, ts in GN_TRIALS.items()
+        if ts
+    ]
+    for key, dim, gn in largest:
+        if trial_mem_mb(dim, gn) > total_mb:
+            job = "GN job on its weights" if gn else "training job"
+            return (
+                f"config key {key}: dim {dim} needs about {trial_mem_mb(dim, gn)} MB per "
+                f"{job}; this machine has {total_mb} MB"
+            )
+    return None
 
 
 def train_runtime(wildcards):
@@ -263,20 +293,29 @@ def all_targets():
     )
 
 
-# Damaged files (truncated, altered, holding another trial or settings that no longer match
-# the config; matcond.files.damaged_files) are moved to results/damaged/ before the DAG is
-# built, so that the run rebuilds them; a dry run and --lint only name them.
-if workflow.is_main_process:
-    _trial_specs = {path: t.spec_json for path, t in TRIAL_BY_PATH.items()}
-    _outputs = [f for f in all_targets() if not f.startswith("results/trials/")]
-    _inspect_only = (
+def set_aside_damaged_outputs():
+    """Move damaged outputs (truncated, altered, holding another trial, or computed with
+    settings that no longer match the config; matcond.files.damaged_files) to
+    results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and
+    --lint only name them. Called by the Snakefile once every rule file is read."""
+    if not workflow.is_main_process:
+        return
+    trial_specs = {path: t.spec_json for path, t in TRIAL_BY_PATH.items()}
+    outputs = [f for f in all_targets() if not f.startswith("results/trials/")]
+    settings = {
+        f"results/tables/gn_{name}.parquet": GN_SWEEP_SETTINGS[name]
+        for name in GN["sweeps"]
+    }
+    for part, trials in GN_TRIALS.items():
+        for t in trials:
+            settings[f"results/gn/{part}/{t.path}.parquet"] = GN_TRIAL_SETTINGS[part]
+    inspect_only = (
         workflow.output_settings.dryrun or not workflow.check_envvars
     )  # --lint
-    for _path, _problem in damaged_files(
-        Path("results"), _trial_specs, _outputs
-    ).items():
-        if _inspect_only:
-            _fate = "a run rebuilds it"
+    damaged = damaged_files(Path("results"), trial_specs, outputs, settings)
+    for path, problem in damaged.items():
+        if inspect_only:
+            fate = "a run rebuilds it"
         else:
-            _fate = f"moved to {set_aside(_path, Path('results'))}, rebuilt"
-        print(f"Note: {_path} is damaged ({_problem}): {_fate}", file=sys.stderr)
+            fate = f"moved to {set_aside(path, Path('results'))}, rebuilt"
+        print(f"Note: {path} is damaged ({problem}): {fate}", file=sys.stderr)

@@ -43,8 +43,9 @@ rule gn_trial:
     resources:
         gpu=0,
         # dense GN forms of side dim^2 (a few float64 copies) plus torch
-        mem_mb=lambda wildcards: 1500
-        + 40 * TRIAL_BY_PATH[wildcards.trial].spec["dim"] ** 4 // 1_000_000,
+        mem_mb=lambda wildcards: trial_mem_mb(
+            TRIAL_BY_PATH[wildcards.trial].spec["dim"], gn=True
+        ),
         runtime=30,
     params:
         spec=trial_spec,
