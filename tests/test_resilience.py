@@ -207,7 +207,7 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
     """Truncated trial table (old mtime kept), a trial file replaced by another seed's, a
     deleted trial file, a truncated table CSV and claims CSV, a 0-byte figure: the next plain
     run names each, moves it to results/damaged/ and rebuilds it, byte for byte; the run
-    after that has nothing to do."""
+    after that has nothing to do. An empty report is moved aside with the command to redo it."""
     workdir = tmp_path / "copy"
     shutil.copytree(reference, workdir, symlinks=True)
     results = workdir / "results"
@@ -225,6 +225,7 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
     claims_csv.write_bytes(claims_csv.read_bytes()[:-3])
     figure = next((results / "figures").glob("*.png"))
     figure.write_bytes(b"")
+    (results / "report.html").write_bytes(b"")  # as an interrupted --report leaves it
     damaged = [truncated, replaced, table_csv, claims_csv, figure]
 
     output = snakemake(workdir, "--cores", "2")
@@ -234,6 +235,9 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
         assert moved.exists()
     assert "unreadable parquet" in output and "holds the trial" in output
     assert "truncated CSV" in output and "empty file" in output
+    assert "make it again with --report results/report.html" in output
+    assert (results / "damaged" / "report.html").exists()
+    assert not (results / "report.html").exists()
     assert compared_files(workdir) == compared_files(reference)
     assert figure.stat().st_size > 0
     assert "Nothing to be done" in snakemake(workdir, "-n")

@@ -68,6 +68,7 @@ onerror:
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
 DIVERGED_TABLE = "results/tables/diverged_trials.csv"
+REPORT = "results/report.html"  # where the README's command writes the report
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # The experiments the theory table covers (config key theory.experiments) that are configured.
 THEORY_EXPERIMENTS = [e for e in config["theory"]["experiments"] if e in TRIALS]
@@ -302,6 +303,8 @@ def set_aside_damaged_outputs():
         return
     trial_specs = {path: t.spec_json for path, t in TRIAL_BY_PATH.items()}
     outputs = [f for f in all_targets() if not f.startswith("results/trials/")]
+    # the report is no rule's output, but an interrupted --report leaves it empty
+    outputs.append(REPORT)
     settings = {
         f"results/tables/gn_{name}.parquet": GN_SWEEP_SETTINGS[name]
         for name in GN["sweeps"]
@@ -309,13 +312,17 @@ def set_aside_damaged_outputs():
     for part, trials in GN_TRIALS.items():
         for t in trials:
             settings[f"results/gn/{part}/{t.path}.parquet"] = GN_TRIAL_SETTINGS[part]
-    inspect_only = (
-        workflow.output_settings.dryrun or not workflow.check_envvars
-    )  # --lint
+    # a dry run, or --lint (the only command that parses without checking env vars)
+    inspect_only = workflow.output_settings.dryrun or not workflow.check_envvars
     damaged = damaged_files(Path("results"), trial_specs, outputs, settings)
     for path, problem in damaged.items():
+        remedy = (
+            f"make it again with --report {REPORT}"
+            if str(path) == REPORT
+            else "rebuilt"
+        )
         if inspect_only:
-            fate = "a run rebuilds it"
+            fate = f"a run moves it to results/damaged/; {remedy}"
         else:
-            fate = f"moved to {set_aside(path, Path('results'))}, rebuilt"
+            fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
         print(f"Note: {path} is damaged ({problem}): {fate}", file=sys.stderr)
