@@ -153,3 +153,13 @@ def test_a_table_computed_with_other_settings_is_damage(tmp_path, table):
     assert found == {path: "computed with other settings (sweep.widths)"}
     write_parquet(table, path)
     assert "no settings" in damaged_files(results, {}, [output], {output: old})[path]
+
+
+def test_a_foreign_spec_is_damage_not_a_crash(tmp_path, spec, table):
+    results = tmp_path / "results"
+    trial = trial_of(spec)
+    path = results / "trials" / f"{trial.path}.parquet"
+    path.parent.mkdir(parents=True)
+    write_parquet(table, path, {"matcond.spec": '{"dim": 8}'})
+    found = damaged_files(results, {trial.path: trial.spec_json}, [])
+    assert found[path].startswith("unreadable trial spec in its metadata (KeyError")

@@ -105,7 +105,10 @@ def _spec_problem(stored: str | None, path: str | Path, root: Path) -> str | Non
     if stored is None:
         return "no trial spec in its metadata"
     expected = trial_path(path, root)
-    found = Trial(json.dumps(json.loads(stored), sort_keys=True)).path
+    try:
+        found = Trial(json.dumps(json.loads(stored), sort_keys=True)).path
+    except (ValueError, TypeError, LookupError) as err:
+        return f"unreadable trial spec in its metadata ({type(err).__name__}: {err})"
     if found != expected:
         return f"holds the trial {found}, not {expected}"
     return None
