@@ -1,8 +1,9 @@
 """Wall time of a whole workflow run from an empty results/, and what each training job costs.
 
-Runs `snakemake` on a config in fresh working directories, once with the trial server
-(`trial_server: true`, the default: trials run in forked children of one process that has
-imported torch) and once without (every trial starts Python and imports torch), then reads
+Runs `snakemake` on a config in fresh working directories, once with the job server
+(`job_server: true`, the default: every job runs in a forked child of one process that has
+imported torch, pandas, matplotlib and the job modules) and once without (every job starts
+Python and imports what it needs), then reads
 every training job's benchmark file (wall seconds, written by Snakemake) and its log (the
 in-process compute seconds and peak RSS, written by matcond.run.run_trial_job), and prints
 per mode:
@@ -31,7 +32,7 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-# trial_server per mode: a process per trial, or trials forked from the trial server
+# job_server per mode: a process per job, or jobs forked from the job server
 MODES = {"process": False, "server": True}
 
 
@@ -146,7 +147,7 @@ def main() -> None:
         if (workdir / "results").exists():
             sys.exit(f"{workdir}/results exists: the benchmark needs an empty results directory")
         workdir.mkdir(parents=True, exist_ok=True)
-        wall = run_workflow(workdir, {**config, "trial_server": MODES[mode]}, args.cores)
+        wall = run_workflow(workdir, {**config, "job_server": MODES[mode]}, args.cores)
         jobs = training_jobs(workdir)
         jobs["overhead"] = jobs["wall"] - jobs["compute"]
         report(mode, wall, jobs, args.cores)

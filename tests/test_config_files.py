@@ -42,7 +42,7 @@ def test_config_keys_stay_overridable_on_the_command_line(tmp_path):
     config = write(tmp_path / "c.yaml", TINY_EXP1)
     rules, out = dry_run(tmp_path, "--configfile", config, "--config", "device=cpu")
     assert rules.count("train") == 2
-    _, out = dry_run(tmp_path, "--configfile", config, "--config", "trial_server=False", "-p")
+    _, out = dry_run(tmp_path, "--configfile", config, "--config", "job_server=False", "-p")
     assert "/d4/" in out and "/d64/" not in out
 
 
@@ -55,7 +55,7 @@ def test_several_config_files_merge_in_order(tmp_path):
 
 def test_without_a_config_file_the_paper_config_runs(tmp_path):
     paper = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    rules, _ = dry_run(tmp_path, "--config", "trial_server=False")
+    rules, _ = dry_run(tmp_path, "--config", "job_server=False")
     assert rules.count("gn_sweep") == len(paper["gauss_newton"]["sweeps"])
     assert rules.count("aggregate") == len(paper["experiments"])
 

@@ -200,14 +200,14 @@ def test_a_killed_holder_releases_its_gpu(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
-@pytest.mark.parametrize("trial_server", [True, False])
+@pytest.mark.parametrize("job_server", [True, False])
 def test_a_cuda_run_without_a_gpu_fails_its_job_with_the_message_in_the_log(
-    tmp_path: Path, trial_server: bool
+    tmp_path: Path, job_server: bool
 ) -> None:
-    """Through the workflow, with and without the trial server: the job fails, its log says why."""
+    """Through the workflow, with and without the job server: the job fails, its log says why."""
     config = {
         "device": "cuda",
-        "trial_server": trial_server,
+        "job_server": job_server,
         "defaults": {"epochs": 2, "dim": 4},
         "experiments": {"e": {"seeds": 1}},
     }

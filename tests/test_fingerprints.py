@@ -1,4 +1,4 @@
-"""Code fingerprints follow the import graph of each rule's script (matcond.fingerprints)."""
+"""Code fingerprints follow the import graph of each rule's job module (matcond.fingerprints)."""
 
 import os
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 from matcond.fingerprints import PACKAGE_DIR, code_fingerprint, dependencies
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((REPO / "scripts").glob("*.py"))
+JOBS = sorted((PACKAGE_DIR / "jobs").glob("[!_]*.py"))
 
 
 def modules(script: Path) -> set[str]:
@@ -18,7 +18,7 @@ def modules(script: Path) -> set[str]:
 
 
 def test_training_depends_on_what_computes_a_trial_and_not_on_how_it_runs():
-    deps = modules(REPO / "scripts" / "train_trial.py")
+    deps = modules(PACKAGE_DIR / "jobs" / "train.py")
     assert {"training.py", "strategies.py", "models.py", "components.py", "run.py"} <= deps
     assert {"targets.py", "optim.py", "__init__.py"} <= deps
     assert not any(d.startswith("execution") for d in deps)
@@ -26,12 +26,12 @@ def test_training_depends_on_what_computes_a_trial_and_not_on_how_it_runs():
 
 
 def test_plots_depend_on_every_figure_module():
-    deps = modules(REPO / "scripts" / "plot.py")
+    deps = modules(PACKAGE_DIR / "jobs" / "plot.py")
     assert {"figures/paper.py", "figures/controls.py", "figures/gauss_newton.py"} <= deps
     assert {"figures/__init__.py", "catalog.py", "stats.py"} <= deps
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", JOBS, ids=lambda p: p.name)
 def test_every_module_a_script_loads_is_in_its_fingerprint(script):
     """What the script's imports really load (in a fresh interpreter) is covered by the
     static import graph, execution backends aside."""

@@ -284,10 +284,10 @@ def test_timestamps_alone_rerun_nothing(finished, small_config, tmp_path):
     assert planned_jobs(copy, small_config) == []
 
 
-def test_a_script_edit_reruns_exactly_its_rules_jobs(finished, small_config):
-    """scripts/plot.py gains a comment (restored afterwards, mtime included): the plot jobs
-    rerun, nothing else."""
-    script = REPO / "scripts" / "plot.py"
+def test_a_job_module_edit_reruns_exactly_its_rules_jobs(finished, small_config):
+    """src/matcond/jobs/plot.py gains a comment (restored afterwards, mtime included): the
+    plot jobs rerun, nothing else."""
+    script = REPO / "src" / "matcond" / "jobs" / "plot.py"
     original, stat = script.read_bytes(), script.stat()
     try:
         script.write_bytes(original + b"# an edit\n")

@@ -25,7 +25,6 @@ from safetensors.torch import save_file
 
 from matcond.components import compare, singular_values
 from matcond.execution.devices import claim_device
-from matcond.execution.joblog import logging_to
 from matcond.files import (
     SPEC_KEY,
     replace_atomically,
@@ -147,24 +146,23 @@ def write_benchmark(path: str | Path, wall: float, compute: float) -> None:
 
 
 def run_trial_job(
-    spec_json: str, table: str, weights: str, log: str, threads: int, device: str, benchmark: str
+    spec_json: str, table: str, weights: str, threads: int, device: str, benchmark: str
 ) -> None:
-    """What one training job does, in its own process or a trial server's child.
+    """What one training job does (:mod:`matcond.jobs.train`), in its own process or a job
+    server's child.
 
     Train the trial with ``threads`` torch threads on the config's ``device`` (a GPU is
     claimed for the job's lifetime, :mod:`matcond.execution.devices`), write its table, its
-    weights and its benchmark (:func:`write_benchmark`); errors end up in ``log`` with their
-    traceback.
+    weights and its benchmark (:func:`write_benchmark`).
     """
     start = time.perf_counter()
-    with logging_to(log):
-        spec = json.loads(spec_json)
-        torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
-        with claim_device(device) as torch_device:
-            compute_start = time.perf_counter()
-            result, final = run_trial(spec, torch_device)
-            compute = time.perf_counter() - compute_start
-        write_table(result, spec, table)
-        write_weights(final, spec, weights)
-        print(f"device={torch_device} compute_seconds={compute:.3f}", file=sys.stderr)
-        write_benchmark(benchmark, time.perf_counter() - start, compute)
+    spec = json.loads(spec_json)
+    torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
+    with claim_device(device) as torch_device:
+        compute_start = time.perf_counter()
+        result, final = run_trial(spec, torch_device)
+        compute = time.perf_counter() - compute_start
+    write_table(result, spec, table)
+    write_weights(final, spec, weights)
+    print(f"device={torch_device} compute_seconds={compute:.3f}", file=sys.stderr)
+    write_benchmark(benchmark, time.perf_counter() - start, compute)

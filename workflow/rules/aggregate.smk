@@ -20,9 +20,9 @@ rule aggregate:
         runtime=10,
     params:
         swept=swept_json,
-        code=code_fingerprint("aggregate.py"),
+        code=code_fingerprint("aggregate"),
     script:
-        "../../scripts/aggregate.py"
+        "../../scripts/job.py"
 
 
 rule divergence:
@@ -49,6 +49,6 @@ rule divergence:
         runtime=10,
     params:
         trials=trials_json,
-        code=code_fingerprint("divergence.py"),
+        code=code_fingerprint("divergence"),
     script:
-        "../../scripts/divergence.py"
+        "../../scripts/job.py"

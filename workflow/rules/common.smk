@@ -10,8 +10,8 @@ from matcond.claims_check import validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.files import damaged_files, set_aside
 from matcond.execution.joblog import RUN_PID_ENV
-from matcond.execution.trialserver import ADDRESS_ENV, TrialServer
-from matcond.fingerprints import code_fingerprint as _fingerprint
+from matcond.execution.jobserver import ADDRESS_ENV, JobServer
+from matcond.fingerprints import code_fingerprint as _fingerprint, module_path
 from matcond.trials import all_trials, swept_settings
 
 try:
@@ -27,9 +27,9 @@ except ConfigError as err:
 config.update(_validated)
 
 
-# The trial server of a local run (matcond.execution.trialserver); its address reaches the jobs
+# The job server of a local run (matcond.execution.jobserver); its address reaches the jobs
 # through the environment they inherit.
-TRIAL_SERVERS = []
+JOB_SERVERS = []
 
 
 onstart:
@@ -44,15 +44,15 @@ onstart:
             os.getpid()
         )  # jobs end with this process (joblog)
     own_environment = not workflow.deployment_settings.deployment_method
-    if config["trial_server"] and workflow.local_exec and own_environment:
-        server = TrialServer.start()
+    if config["job_server"] and workflow.local_exec and own_environment:
+        server = JobServer.start()
         if server is not None:
             os.environ[ADDRESS_ENV] = server.address
-            TRIAL_SERVERS.append(server)
+            JOB_SERVERS.append(server)
 
 
 onsuccess:
-    for server in TRIAL_SERVERS:
+    for server in JOB_SERVERS:
         server.stop()
     if Path(DIVERGED_TABLE).exists():  # the one-line summary of diverged trials
         import pandas as pd
@@ -62,7 +62,7 @@ onsuccess:
 
 
 onerror:
-    for server in TRIAL_SERVERS:
+    for server in JOB_SERVERS:
         server.stop()
 
 
@@ -143,10 +143,10 @@ wildcard_constraints:
 
 
 @functools.cache
-def code_fingerprint(script):
-    """Hash of the package modules the rule's script imports (matcond.fingerprints): editing
-    them reruns the rule."""
-    return _fingerprint(Path(workflow.basedir) / "scripts" / script)
+def code_fingerprint(rule):
+    """Hash of the rule's job module (matcond.jobs) and of the package modules it imports
+    (matcond.fingerprints): editing them reruns the rule."""
+    return _fingerprint(module_path(f"matcond.jobs.{rule}"))
 
 
 def trial_spec(wildcards):

@@ -50,9 +50,9 @@ rule gn_trial:
     params:
         spec=trial_spec,
         settings=lambda wildcards: GN_TRIAL_SETTINGS[wildcards.part],
-        code=code_fingerprint("gn_trial.py"),
+        code=code_fingerprint("gn_trial"),
     script:
-        "../../scripts/gn_trial.py"
+        "../../scripts/job.py"
 
 
 rule gn_trials_table:
@@ -79,9 +79,9 @@ rule gn_trials_table:
         runtime=10,
     params:
         experiment=lambda wildcards: GN[wildcards.part]["experiment"],
-        code=code_fingerprint("gn_trials_table.py"),
+        code=code_fingerprint("gn_trials_table"),
     script:
-        "../../scripts/gn_trials_table.py"
+        "../../scripts/job.py"
 
 
 rule gn_sweep:
@@ -106,6 +106,6 @@ rule gn_sweep:
         runtime=30,
     params:
         settings=lambda wildcards: GN_SWEEP_SETTINGS[wildcards.sweep],
-        code=code_fingerprint("gn_sweep.py"),
+        code=code_fingerprint("gn_sweep"),
     script:
-        "../../scripts/gn_sweep.py"
+        "../../scripts/job.py"

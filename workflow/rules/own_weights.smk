@@ -46,6 +46,6 @@ rule analyse_weights:
         runtime=lambda wildcards, input: 10 + int(input.size_mb) // 100,
     params:
         settings=CHECKPOINT_SETTINGS,
-        code=code_fingerprint("analyse_weights.py"),
+        code=code_fingerprint("analyse_weights"),
     script:
-        "../../scripts/analyse_weights.py"
+        "../../scripts/job.py"

@@ -21,6 +21,6 @@ rule plot:
         runtime=10,
     params:
         caption=figure_caption,
-        code=code_fingerprint("plot.py"),
+        code=code_fingerprint("plot"),
     script:
-        "../../scripts/plot.py"
+        "../../scripts/job.py"

@@ -19,6 +19,6 @@ rule train:
         runtime=train_runtime,
     params:
         spec=trial_spec,
-        code=code_fingerprint("train_trial.py"),
+        code=code_fingerprint("train"),
     script:
-        "../../scripts/train_trial.py"
+        "../../scripts/job.py"

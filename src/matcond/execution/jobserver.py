@@ -1,30 +1,38 @@
-"""Train trials in forked children of one process that has imported torch once.
+"""Run the workflow's local jobs in forked children of one process that imported everything once.
 
-A local training job spends ~4 s starting Python and importing torch, pandas and pyarrow for
-well under a second of training at paper scale. So a local run starts one *trial server*
-(``onstart`` in workflow/rules/common.smk): a process that imports everything once and listens
-on a Unix socket whose path it publishes in ``$MATCOND_TRIAL_SERVER``. Every trial is still
-one Snakemake job with its own outputs, log, threads and resources; its script
-(scripts/train_trial.py) imports only this module, sends its request and waits, and the
+A job that starts Python and imports torch, pandas, pyarrow and matplotlib spends 2-4 s on it,
+often far more than its work (a trial at paper scale trains in well under a second, a figure
+draws in a fraction of one). So a local run starts one *job server* (``onstart`` in
+workflow/rules/common.smk): a process that imports every job module (:mod:`matcond.jobs`)
+once and listens on a Unix socket whose path it publishes in ``$MATCOND_JOB_SERVER``. Every
+job is still one Snakemake job with its own outputs, log, threads and resources; its script
+(scripts/job.py) imports only this module, sends its ``snakemake`` object and waits, and the
 server forks a child that runs exactly what the job would have run in its own process
-(:func:`matcond.run.run_trial_job`) and reports the exit status back.
+(:func:`execute`) and reports the exit status back.
 
-- No server (``trial_server: false``, a SLURM job, ``--sdm conda``, or the server did not come
-  up): the job trains in its own process, with the same result bit for bit.
+- No server (``job_server: false``, a SLURM job, ``--sdm conda``, or the server did not come
+  up): the job runs in its own process, with the same result bit for bit.
 - A job whose script is killed (Snakemake cancels it) takes its child with it: the child exits
-  when the connection to its job closes. Children die with the server, and the server with
-  the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is also in
-  Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
+  when the connection to its job closes. A child killed by a signal (the out-of-memory
+  killer) is reported to its job with that signal. Children die with the server, and the
+  server with the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is
+  also in Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
 - The server never touches CUDA before forking (a CUDA context does not survive ``fork``);
   each child initialises its own.
+- Snakemake's ``benchmark:`` of a served job measures the waiting client: its wall time is
+  the job's, its memory and CPU time are not (a training job writes its own benchmark).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
+import importlib
 import json
 import os
+import pickle
+import pkgutil
 import shutil
 import signal
 import socket
@@ -35,9 +43,11 @@ import threading
 import time
 from pathlib import Path
 
-ADDRESS_ENV = "MATCOND_TRIAL_SERVER"
+from matcond.execution.joblog import logging_to
+
+ADDRESS_ENV = "MATCOND_JOB_SERVER"
 READY = b"ready\n"
-PREFIX = "matcond-trials-"  # of the server's directory under the temp directory
+PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
 
 
@@ -47,13 +57,36 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def request_trial(**job) -> int | None:
-    """Run one trial on the server named by ``$MATCOND_TRIAL_SERVER``; its exit status.
+def run_job(snakemake) -> None:
+    """What scripts/job.py does: run the job of rule ``snakemake.rule`` on the job server if
+    one runs, else here; exit with a message naming the log if it fails."""
+    status = request_job(snakemake)
+    if status is None:
+        execute(snakemake)
+    elif status < 0:
+        sys.exit(
+            f"the job's process on the job server was killed by {signal.Signals(-status).name} "
+            f"(SIGKILL: often the out-of-memory killer); the server goes on; log: "
+            f"{snakemake.log[0]}"
+        )
+    elif status:
+        sys.exit(f"rule {snakemake.rule} failed on the job server: see {snakemake.log[0]}")
 
-    ``job`` holds the keyword arguments of :func:`matcond.run.run_trial_job`. None if there is
-    no server to ask (the caller then runs the trial itself); minus the signal's number if a
-    signal killed the trial's process (e.g. SIGKILL from the out-of-memory killer); a server
-    that goes away while the trial runs is an error.
+
+def execute(snakemake) -> None:
+    """Run ``matcond.jobs.<rule>.main(snakemake)`` with stderr, and the traceback of any
+    error, in the job's log."""
+    module = importlib.import_module(f"matcond.jobs.{snakemake.rule}")
+    with logging_to(snakemake.log[0]):
+        module.main(snakemake)
+
+
+def request_job(snakemake) -> int | None:
+    """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
+
+    None if there is no server to ask (the caller then runs the job itself); minus the
+    signal's number if a signal killed the job's process (e.g. SIGKILL from the
+    out-of-memory killer); a server that goes away while the job runs is an error.
     """
     address = os.environ.get(ADDRESS_ENV)
     if not address:
@@ -65,11 +98,17 @@ def request_trial(**job) -> int | None:
         conn.close()
         return None
     with conn:
-        conn.sendall(json.dumps(job).encode() + b"\n")
+        conn.sendall(encode_request(snakemake))
         reply = conn.makefile("rb").readline()
     if not reply:
-        raise RuntimeError(f"the trial server at {address} stopped before the trial finished")
+        raise RuntimeError(f"the job server at {address} stopped before the job finished")
     return int(reply)
+
+
+def encode_request(snakemake) -> bytes:
+    """A job's request line: the working directory and the pickled ``snakemake`` object."""
+    job = base64.b64encode(pickle.dumps(snakemake)).decode()
+    return json.dumps({"cwd": os.getcwd(), "snakemake": job}).encode() + b"\n"
 
 
 def _run_child(conn: socket.socket, request: bytes) -> None:
@@ -84,11 +123,11 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
                 os._exit(1)
 
         threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
-        from matcond.run import run_trial_job
-
-        run_trial_job(**json.loads(request))
+        job = json.loads(request)
+        os.chdir(job["cwd"])
+        execute(pickle.loads(base64.b64decode(job["snakemake"])))
         status = 0
-    except BaseException:  # run_trial_job has logged it to the job's log
+    except BaseException:  # execute has logged it to the job's log
         pass
     finally:
         with contextlib.suppress(OSError):
@@ -97,16 +136,21 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
 
 
 def serve(address: str) -> None:
-    """Import the training stack, listen on ``address``, fork one child per request."""
+    """Import every job module, listen on ``address``, fork one child per request."""
     _die_with_parent()
     directory = os.path.dirname(address)
 
-    def stop(*_) -> None:  # SIGTERM: from TrialServer.stop, or the parent's death
+    def stop(*_) -> None:  # SIGTERM: from JobServer.stop, or the parent's death
         shutil.rmtree(directory, ignore_errors=True)
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    import matcond.run  # noqa: F401  (the imports every child shares)
+    import snakemake.io  # noqa: F401  (what unpickling a job's snakemake object needs)
+
+    import matcond.jobs
+
+    for job in pkgutil.iter_modules(matcond.jobs.__path__):  # the imports every child shares
+        importlib.import_module(f"matcond.jobs.{job.name}")
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -147,7 +191,7 @@ def _remove_stale_directories() -> None:
                 continue
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            conn.connect(str(directory / "trials.sock"))
+            conn.connect(str(directory / "jobs.sock"))
         except (ConnectionRefusedError, FileNotFoundError):
             shutil.rmtree(directory, ignore_errors=True)
         except OSError:
@@ -156,23 +200,23 @@ def _remove_stale_directories() -> None:
             conn.close()
 
 
-class TrialServer:
+class JobServer:
     """A running server: :meth:`start` it, publish its address, :meth:`stop` it."""
 
     def __init__(self, process: subprocess.Popen, directory: Path):
         self.process = process
         self.directory = directory
-        self.address = str(directory / "trials.sock")
+        self.address = str(directory / "jobs.sock")
 
     @classmethod
-    def start(cls, timeout: float = STARTUP_SECONDS) -> TrialServer | None:
+    def start(cls, timeout: float = STARTUP_SECONDS) -> JobServer | None:
         """Start a server and wait until it listens; None (with a warning) if it does not."""
         # /tmp, not the working directory: a socket path has at most 107 bytes
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
-        address = str(directory / "trials.sock")
+        address = str(directory / "jobs.sock")
         process = subprocess.Popen(
-            [sys.executable, "-m", "matcond.execution.trialserver", address],
+            [sys.executable, "-m", "matcond.execution.jobserver", address],
             stdout=subprocess.PIPE,
         )
         ready: list[bytes] = []
@@ -182,7 +226,7 @@ class TrialServer:
         server = cls(process, directory)
         if ready != [READY]:
             server.stop()
-            message = "trial server did not start: every trial runs in its own process"
+            message = "job server did not start: every job runs in its own process"
             print(message, file=sys.stderr)
             return None
         return server

@@ -1,9 +1,10 @@
-"""Snakemake entry point of rule `plot`: experiment tables -> one figure (PNG and PDF)."""
+"""Rule `plot`: the tables a figure draws -> the figure (PNG and PDF)."""
 
-from matcond.execution.joblog import logging_to
 from matcond.figures import FIGURES
 from matcond.files import read_parquet
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     tables = {name: read_parquet(path) for name, path in snakemake.input.items()}
     FIGURES[snakemake.wildcards.figure](tables, snakemake.output.png, snakemake.output.pdf)

@@ -1,15 +1,16 @@
-"""Snakemake entry point of rule `analyse_weights`: weight file -> per-layer table (parquet,
-CSV), the entries skipped and why, the spectra figure."""
+"""Rule `analyse_weights`: weight file -> per-layer table (parquet, CSV), the entries skipped
+and why, the spectra figure."""
 
 import hashlib
 import json
 import sys
 
 from matcond.checkpoints import analyse_tensors, load_checkpoint, skipped_entries, write_table
-from matcond.execution.joblog import logging_to
 from matcond.figures.own_weights import plot_spectra
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     settings = json.loads(snakemake.params.settings)
     path = snakemake.input[0]
     entries = load_checkpoint(path)

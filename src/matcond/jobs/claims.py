@@ -1,5 +1,5 @@
-"""Snakemake entry point of rule `claims`: per-trial tables -> the claims table (CSV, Markdown)
-and the claims under each reading of the paper's ambiguous settings."""
+"""Rule `claims`: per-trial tables -> the claims table (CSV, Markdown, HTML) and the claims
+under each reading of the paper's ambiguous settings."""
 
 import sys
 from pathlib import Path
@@ -8,10 +8,11 @@ import pandas as pd
 import yaml
 
 from matcond.claims import evaluate, evaluate_readings, readings_summary, to_html, to_markdown
-from matcond.execution.joblog import logging_to
 from matcond.files import read_parquet, write_parquet
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     claims = yaml.safe_load(Path(snakemake.input.claims).read_text())
     tables = {Path(p).stem: read_parquet(p) for p in snakemake.input.tables}
     table = evaluate(claims, tables)

@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule `gn_trial`: one trial's saved weights -> GN κ and bounds."""
+"""Rule `gn_trial`: one trial's saved weights -> the exact GN κ and its bounds."""
 
 import json
 import sys
@@ -6,11 +6,12 @@ import time
 
 import torch
 
-from matcond.execution.joblog import logging_to
 from matcond.files import SETTINGS_KEY, load_weights, write_parquet
 from matcond.gn_experiments.exp7 import exp7_rows
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     torch.set_num_threads(snakemake.threads)
     spec = json.loads(snakemake.params.spec)
     start = time.perf_counter()

@@ -1,14 +1,15 @@
-"""Snakemake entry point of rule `divergence`: every diverged trial of the run, one table."""
+"""Rule `divergence`: every diverged trial of the run, one table (CSV, HTML)."""
 
 import json
 import sys
 from pathlib import Path
 
 from matcond.claims import to_html
-from matcond.execution.joblog import logging_to
 from matcond.selection import diverged_trials, divergence_summary
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     trials = json.loads(snakemake.params.trials)
     table = diverged_trials(trials)
     table.to_csv(snakemake.output.csv, index=False)

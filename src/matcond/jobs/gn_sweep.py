@@ -1,4 +1,4 @@
-"""Snakemake entry point of rule `gn_sweep`: one GN-paper experiment at init -> its table."""
+"""Rule `gn_sweep`: one GN-paper experiment at initialisation -> its table."""
 
 import json
 import sys
@@ -6,11 +6,12 @@ import time
 
 import torch
 
-from matcond.execution.joblog import logging_to
 from matcond.files import SETTINGS_KEY, write_parquet
 from matcond.gn_experiments.sweeps import run_sweep
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     torch.set_num_threads(snakemake.threads)  # fixed thread count: identical bits on any --cores
     settings = json.loads(snakemake.params.settings)
     start = time.perf_counter()

@@ -1,13 +1,14 @@
-"""Snakemake entry point of rule `theory`: per-trial tables -> predicted vs measured errors."""
+"""Rule `theory`: per-trial tables -> the theory's predicted vs the measured errors."""
 
 import sys
 from pathlib import Path
 
-from matcond.execution.joblog import logging_to
 from matcond.files import read_parquet, write_parquet
 from matcond.theory import prediction_table
 
-with logging_to(snakemake.log[0]):
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     tables = {Path(p).stem: read_parquet(p) for p in snakemake.input}
     table = prediction_table(tables)
     write_parquet(table, snakemake.output.parquet)

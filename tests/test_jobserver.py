@@ -1,0 +1,251 @@
+"""The job server: same bytes as a job run in its own process, for a trial and for the
+other rules; clean failure and shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from matcond.execution.jobserver import (
+    ADDRESS_ENV,
+    PREFIX,
+    STARTUP_SECONDS,
+    JobServer,
+    encode_request,
+    execute,
+    request_job,
+)
+from matcond.trials import Trial
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    started = JobServer.start()
+    assert started is not None
+    yield started
+    started.stop()
+
+
+def job(spec: dict, directory: Path, name: str) -> SimpleNamespace:
+    """A training job as Snakemake hands it to scripts/job.py (the attributes it reads)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    output = {
+        "table": str(directory / f"{name}.parquet"),
+        "weights": str(directory / f"{name}.safetensors"),
+        "benchmark": str(directory / f"{name}.tsv"),
+    }
+    return SimpleNamespace(
+        rule="train",
+        params=SimpleNamespace(spec=json.dumps(spec, sort_keys=True)),
+        output=SimpleNamespace(**output),
+        log=[str(directory / f"{name}.log")],
+        threads=1,
+        config={"device": "cpu"},
+    )
+
+
+def children(server: JobServer) -> list[psutil.Process]:
+    return psutil.Process(server.process.pid).children()
+
+
+def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    served = job(spec, tmp_path / "served", "trial")
+    assert request_job(served) == 0
+    local = job(spec, tmp_path / "local", "trial")
+    execute(local)
+    for key in ("table", "weights"):
+        same_file(local, served, key)
+    assert "compute_seconds=" in Path(served.log[0]).read_text()
+    # the benchmark is the training process's own: torch's memory, not the waiting client's
+    bench = pd.read_csv(served.output.benchmark, sep="\t").iloc[0]
+    assert bench["max_rss"] > 100 and 0 < bench["compute_s"] <= bench["s"]
+    assert bench["cpu_time"] > 0
+
+
+def same_file(local: SimpleNamespace, served: SimpleNamespace, key: str) -> bytes:
+    """The bytes of output ``key`` of the local job, asserted equal to the served job's."""
+    mine = Path(getattr(local.output, key)).read_bytes()
+    assert Path(getattr(served.output, key)).read_bytes() == mine, key
+    return mine
+
+
+def test_an_aggregation_served_is_the_same_as_in_process(server, spec, tmp_path, monkeypatch):
+    """Not only trials: any rule's job (here `aggregate`) gives the same bytes either way."""
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    trials = [job({**spec, "seed": seed}, tmp_path / "trials", f"seed{seed}") for seed in (0, 1)]
+    for trial in trials:
+        execute(trial)
+    root = tmp_path / "results" / "trials"
+    inputs = []
+    for trial in trials:  # where a trial table lives: its path spells its spec
+        path = root / f"{Trial(trial.params.spec).path}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(Path(trial.output.table).read_bytes())
+        inputs.append(str(path.relative_to(tmp_path)))
+
+    def aggregation(name: str) -> SimpleNamespace:
+        out = tmp_path / name
+        out.mkdir()
+        files = {"parquet": "t.parquet", "csv": "t.csv", "per_trial": "p.parquet"}
+        return SimpleNamespace(
+            rule="aggregate",
+            input=inputs,
+            output=SimpleNamespace(**{k: str(out / v) for k, v in files.items()}),
+            params=SimpleNamespace(swept="[]"),
+            wildcards=SimpleNamespace(experiment="e"),
+            log=[str(out / "job.log")],
+        )
+
+    monkeypatch.chdir(tmp_path)
+    served, local = aggregation("served"), aggregation("local")
+    assert request_job(served) == 0
+    execute(local)
+    for key in ("parquet", "csv", "per_trial"):
+        same_file(local, served, key)
+    assert "2 trials -> " in Path(served.log[0]).read_text()
+
+
+def test_without_a_server_the_caller_runs_the_trial(spec, tmp_path, monkeypatch):
+    monkeypatch.delenv(ADDRESS_ENV, raising=False)
+    assert request_job(job(spec, tmp_path, "a")) is None
+    monkeypatch.setenv(ADDRESS_ENV, str(tmp_path / "gone.sock"))  # a server that stopped
+    assert request_job(job(spec, tmp_path, "b")) is None
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_a_failing_trial_reports_its_status_and_logs_the_traceback(
+    server, spec, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    failing = job({**spec, "optimizer": "lbfgs"}, tmp_path, "bad")
+    assert request_job(failing) == 1
+    assert "Traceback" in Path(failing.log[0]).read_text()
+    assert not Path(failing.output.table).exists()
+    assert server.process.poll() is None  # the server goes on
+
+
+def long_trial(spec: dict, tmp_path: Path) -> SimpleNamespace:
+    return job({**spec, "dim": 64, "epochs": 200_000, "record_every": 200_000}, tmp_path, "long")
+
+
+def test_a_job_that_goes_away_before_its_request_leaves_the_server_running(server):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(server.address)
+    conn.close()
+    time.sleep(0.2)
+    assert server.process.poll() is None and not children(server)
+
+
+def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(server.address)
+    conn.sendall(encode_request(long_trial(spec, tmp_path)))
+    wait_until(lambda: len(children(server)) == 1)
+    conn.close()  # what the job's end (kill, Ctrl-C) does to its connection
+    wait_until(lambda: not children(server))
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_a_killed_trial_is_reported_with_its_signal(server, spec, tmp_path, monkeypatch):
+    """The trial's child killed (as by the out-of-memory killer): the job learns the signal,
+    not that the server stopped; the server goes on."""
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    status = []
+    trial = long_trial(spec, tmp_path)
+    thread = threading.Thread(target=lambda: status.append(request_job(trial)))
+    thread.start()
+    wait_until(lambda: len(children(server)) == 1)
+    children(server)[0].kill()
+    thread.join(timeout=30)
+    assert status == [-signal.SIGKILL]
+    assert server.process.poll() is None
+    wait_until(lambda: not children(server))  # reaped, no zombie left
+
+
+def test_stopping_the_server_fails_the_running_job(spec, tmp_path, monkeypatch):
+    own = JobServer.start()
+    monkeypatch.setenv(ADDRESS_ENV, own.address)
+    errors = []
+
+    def run() -> None:
+        try:
+            request_job(long_trial(spec, tmp_path))
+        except RuntimeError as err:
+            errors.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until(lambda: len(children(own)) == 1)
+    child = children(own)[0]
+    own.stop()
+    thread.join(timeout=30)
+    assert errors and "stopped before the job finished" in str(errors[0])
+    wait_until(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE)
+    assert not Path(own.address).exists()
+
+
+def test_a_terminated_server_removes_its_directory_and_stale_ones_go(tmp_path, monkeypatch):
+    """SIGTERM (what the server gets when its Snakemake dies) removes the socket's directory;
+    a directory left by a SIGKILLed server is removed by the next start once it is old enough
+    to be no starting server's, a recent one is left alone."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale, recent = tmp_path / f"{PREFIX}stale", tmp_path / f"{PREFIX}recent"
+    stale.mkdir()
+    recent.mkdir()
+    old = time.time() - 2 * STARTUP_SECONDS
+    os.utime(stale, (old, old))
+    own = JobServer.start()
+    assert not stale.exists() and recent.exists()
+    own.process.send_signal(signal.SIGTERM)
+    own.process.wait(timeout=30)
+    assert not own.directory.exists()
+    own.stop()
+
+
+def test_a_run_through_the_server_writes_what_a_run_without_it_writes(tmp_path):
+    """Every output of a small run (trials, weights, tables, figures, claims, report pages),
+    with and without the job server, byte for byte."""
+    config = {"defaults": {"epochs": 5, "dim": 4}, "experiments": {}}
+    config["experiments"]["exp1_dimension"] = {"seeds": 2, "grid": {"dim": [4, 8]}}
+    snakemake = Path(sys.executable).with_name("snakemake")
+    outputs = {}
+    for server in (True, False):
+        workdir = tmp_path / f"server-{server}"
+        workdir.mkdir()
+        (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "job_server": server}))
+        cmd = [snakemake, "-s", REPO / "Snakefile", "--directory", workdir, "--cores", "2"]
+        cmd += ["--configfile", workdir / "config.yaml"]
+        subprocess.run(list(map(str, cmd)), check=True, capture_output=True)
+        results = workdir / "results"
+        outputs[server] = {
+            str(p.relative_to(results)): p.read_bytes()
+            for p in results.rglob("*")
+            if p.is_file() and p.parts[len(results.parts)] not in ("logs", "benchmarks")
+        }
+    assert len(outputs[True]) > 20 and any(p.endswith(".png") for p in outputs[True])
+    assert sorted(outputs[True]) == sorted(outputs[False])
+    assert [p for p in outputs[True] if outputs[True][p] != outputs[False][p]] == []
