@@ -11,7 +11,8 @@ per mode:
 - per training job: wall, compute, overhead = wall - compute (interpreter start, imports,
   Snakemake's script preamble, writing outputs), as medians and totals;
 - the peak memory of the training processes per dimension;
-- the job-seconds per rule and per Gauss-Newton part (each sweep, each part on saved weights);
+- the job-seconds per rule and per Gauss-Newton part (each sweep, each part on saved weights),
+  the share of core-seconds spent outside jobs, and the longest job;
 and the ratios between the two modes.
 
     python benchmarks/workflow_bench.py --experiments exp1_dimension exp2_optimizer
@@ -84,6 +85,15 @@ def rule_seconds(workdir: Path) -> pd.DataFrame:
     return table.sort_values("seconds", ascending=False)
 
 
+def longest_job(workdir: Path) -> str:
+    """The benchmark file of the longest job and its seconds (a lower bound of the critical
+    path)."""
+    root = workdir / "results" / "benchmarks"
+    seconds = {b: float(pd.read_csv(b, sep="\t").iloc[0]["s"]) for b in root.rglob("*.tsv")}
+    path = max(seconds, key=seconds.get)
+    return f"{path.relative_to(root)} ({seconds[path]:.1f} s)"
+
+
 def gn_seconds(workdir: Path) -> pd.DataFrame:
     """Jobs and job-seconds per GN part: each sweep and table (a file under
     results/benchmarks/gn), each part on saved weights (a folder there: one job per trial)."""
@@ -152,7 +162,14 @@ def main() -> None:
         jobs["overhead"] = jobs["wall"] - jobs["compute"]
         report(mode, wall, jobs, args.cores)
         print("job-seconds per rule (results/benchmarks):")
-        print(rule_seconds(workdir).round(1).to_string())
+        per_rule = rule_seconds(workdir)
+        print(per_rule.round(1).to_string())
+        busy = per_rule["seconds"].sum()
+        print(
+            f"job-seconds {busy:.1f} of {wall * args.cores:.1f} core-seconds (wall x cores): "
+            f"{1 - busy / (wall * args.cores):.0%} outside jobs (Snakemake, start-up, idle "
+            f"cores); longest job {longest_job(workdir)}"
+        )
         print("GN job-seconds per part (results/benchmarks/gn):")
         print(gn_seconds(workdir).round(1).to_string())
         results[mode] = (wall, jobs)
