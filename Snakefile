@@ -25,9 +25,6 @@ include: "workflow/rules/own_weights.smk"
 include: "workflow/rules/gauss_newton.smk"
 
 
-set_aside_damaged_outputs()
-
-
 rule all:
     default_target: True
     input:

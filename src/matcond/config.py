@@ -81,13 +81,12 @@ def check_finite(value: Any, where: str = "") -> None:
     """Raise ConfigError naming the key of the first NaN or infinite number in ``value``."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"config key {where or '(top level)'}: {value} is not a finite number")
-    items = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return
     for key, item in items:
         check_finite(item, f"{where}.{key}" if where else str(key))
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,17 +84,34 @@ def write_parquet(
     replace_atomically(path, lambda tmp: pq.write_table(arrow, tmp, write_page_checksum=True))
 
 
-def read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
-    """Read a parquet file, verifying its page checksums; DamagedFileError if it cannot be."""
+def _read_arrow(path: str | Path, columns: list[str] | None):
+    """The arrow table of a parquet file (its footer metadata with it), page checksums
+    verified; DamagedFileError if it cannot be read."""
     import pyarrow.parquet as pq
 
     path = Path(path)
     if not path.is_file():
         raise DamagedFileError(path, "not a regular file")
     try:
-        return pq.read_table(path, columns=columns, page_checksum_verification=True).to_pandas()
+        return pq.read_table(path, columns=columns, page_checksum_verification=True)
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
         raise DamagedFileError(path, f"unreadable parquet ({err})") from None
+
+
+def read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """Read a parquet file, verifying its page checksums; DamagedFileError if it cannot be."""
+    return _read_arrow(path, columns).to_pandas()
+
+
+def _footer(path: Path) -> dict[bytes, bytes] | str:
+    """A parquet file's footer metadata, or what makes it unreadable (a str). Reads the
+    footer only."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_schema(path).metadata or {}
+    except (OSError, ValueError) as err:
+        return f"unreadable parquet ({err})"
 
 
 def trial_path(path: str | Path, root: Path = TRIALS_ROOT) -> str:
@@ -120,14 +138,12 @@ def read_trial(
     """A trial's table (or some ``columns``), checked: a regular file, intact (page
     checksums), and holding the trial its path names (the spec in its metadata);
     DamagedFileError naming both if not."""
-    import pyarrow.parquet as pq
-
-    table = read_parquet(path, columns)
-    stored = (pq.read_schema(path).metadata or {}).get(SPEC_KEY.encode())
+    table = _read_arrow(path, columns)
+    stored = (table.schema.metadata or {}).get(SPEC_KEY.encode())
     problem = _spec_problem(stored and stored.decode(), path, root)
     if problem:
         raise DamagedFileError(path, problem)
-    return table
+    return table.to_pandas()
 
 
 def trial_table_problem(path: Path, spec_json: str, root: Path = TRIALS_ROOT) -> str | None:
@@ -135,12 +151,10 @@ def trial_table_problem(path: Path, spec_json: str, root: Path = TRIALS_ROOT) ->
 
     Reads the footer only: cheap enough to run over every trial before a run.
     """
-    import pyarrow.parquet as pq
-
-    try:
-        stored = (pq.read_schema(path).metadata or {}).get(SPEC_KEY.encode())
-    except (OSError, ValueError) as err:
-        return f"unreadable parquet ({err})"
+    footer = _footer(path)
+    if isinstance(footer, str):
+        return footer
+    stored = footer.get(SPEC_KEY.encode())
     stored = stored and stored.decode()
     return _spec_problem(stored, path, root) or _changed(json.loads(stored), json.loads(spec_json))
 
@@ -164,12 +178,10 @@ def _changed(stored: dict, expected: dict) -> str | None:
 def settings_problem(path: Path, settings_json: str) -> str | None:
     """What is wrong with a table that stores the settings it was computed with (footer,
     those settings against ``settings_json``), or None. Reads the footer only."""
-    import pyarrow.parquet as pq
-
-    try:
-        stored = (pq.read_schema(path).metadata or {}).get(SETTINGS_KEY.encode())
-    except (OSError, ValueError) as err:
-        return f"unreadable parquet ({err})"
+    footer = _footer(path)
+    if isinstance(footer, str):
+        return footer
+    stored = footer.get(SETTINGS_KEY.encode())
     if stored is None:
         return "no settings in its metadata (written by an older version)"
     return _changed(json.loads(stored), json.loads(settings_json))
@@ -220,8 +232,7 @@ def load_weights(path: str | Path, spec_json: str) -> dict[str, np.ndarray]:
     from safetensors import safe_open
 
     path = Path(path)
-    problem = file_problem(path) or weights_problem(path, spec_json)
-    if problem:
+    if problem := _not_a_file(path) or weights_problem(path, spec_json):
         raise DamagedFileError(path, problem)
     with safe_open(str(path), framework="numpy") as fh:
         weights = {name: fh.get_tensor(name) for name in fh.keys()}
@@ -241,18 +252,8 @@ def _tail_problem(path: Path, ending: bytes, what: str) -> str | None:
     return None if tail.endswith(ending) else f"truncated {what} (does not end with {ending!r})"
 
 
-def _parquet_problem(path: Path) -> str | None:
-    import pyarrow.parquet as pq
-
-    try:
-        pq.read_metadata(path)
-    except (OSError, ValueError) as err:
-        return f"unreadable parquet ({err})"
-    return None
-
-
 CHECKS: dict[str, Callable[[Path], str | None]] = {
-    ".parquet": _parquet_problem,
+    ".parquet": lambda p: f if isinstance(f := _footer(p), str) else None,
     ".csv": lambda p: _tail_problem(p, b"\n", "CSV"),
     ".md": lambda p: _tail_problem(p, b"\n", "Markdown"),
     ".png": lambda p: _tail_problem(p, b"IEND\xaeB`\x82", "PNG"),
@@ -262,12 +263,17 @@ CHECKS: dict[str, Callable[[Path], str | None]] = {
 }
 
 
-def file_problem(path: Path) -> str | None:
-    """What is wrong with one output file by its format (empty, truncated, unreadable), or None."""
+def _not_a_file(path: Path) -> str | None:
+    """'not a regular file' or 'empty file', or None."""
     if not path.is_file():
         return "not a regular file"
-    if path.stat().st_size == 0:
-        return "empty file"
+    return "empty file" if path.stat().st_size == 0 else None
+
+
+def file_problem(path: Path) -> str | None:
+    """What is wrong with one output file by its format (empty, truncated, unreadable), or None."""
+    if problem := _not_a_file(path):
+        return problem
     check = CHECKS.get(path.suffix)
     return check(path) if check else None
 
@@ -286,25 +292,24 @@ def damaged_files(
     settings JSON they must hold.
     """
     settings = settings or {}
-    damaged = {}
     root = results / "trials"
+    # one check per file, each reading its footer or header once
+    checks: dict[Path, Callable[[Path], str | None]] = {}
     for trial, spec_json in trials.items():
-        table, weights = root / f"{trial}.parquet", root / f"{trial}.safetensors"
-        if os.path.lexists(table):
-            problem = file_problem(table) or trial_table_problem(table, spec_json, root)
-            if problem:
-                damaged[table] = problem
-        if os.path.lexists(weights):
-            if problem := file_problem(weights) or weights_problem(weights, spec_json):
-                damaged[weights] = problem
+        checks[root / f"{trial}.parquet"] = partial(
+            trial_table_problem, spec_json=spec_json, root=root
+        )
+        checks[root / f"{trial}.safetensors"] = partial(weights_problem, spec_json=spec_json)
     for output in outputs:
         path = results.parent / output
-        if not os.path.lexists(path):
-            continue
-        problem = file_problem(path)
-        if problem is None and output in settings:
-            problem = settings_problem(path, settings[output])
-        if problem:
+        checks[path] = (
+            partial(settings_problem, settings_json=settings[output])
+            if output in settings
+            else CHECKS.get(path.suffix, lambda _: None)
+        )
+    damaged = {}
+    for path, check in checks.items():
+        if os.path.lexists(path) and (problem := _not_a_file(path) or check(path)):
             damaged[path] = problem
     return damaged
 

@@ -14,11 +14,13 @@ from matcond.execution.jobserver import ADDRESS_ENV, JobServer
 from matcond.fingerprints import code_fingerprint as _fingerprint, module_path
 from matcond.trials import all_trials, swept_settings
 
+PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 try:
-    for _file in workflow.config_settings.configfiles or [
-        f"{workflow.basedir}/config/config.yaml"
-    ]:
-        load_yaml(_file)  # a key given twice in one mapping is refused, not dropped
+    # a key given twice in one mapping is refused, not dropped
+    _files = {
+        Path(f).resolve(): load_yaml(f)
+        for f in workflow.config_settings.configfiles or [PAPER_CONFIG]
+    }
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
     TRIALS = all_trials(_validated)
@@ -40,9 +42,8 @@ onstart:
     if workflow.local_exec:
         if problem := memory_problem():
             sys.exit(f"Cannot start: {problem}")
-        os.environ[RUN_PID_ENV] = str(
-            os.getpid()
-        )  # jobs end with this process (joblog)
+        # local jobs end with this process (matcond.execution.joblog)
+        os.environ[RUN_PID_ENV] = str(os.getpid())
     own_environment = not workflow.deployment_settings.deployment_method
     if config["job_server"] and workflow.local_exec and own_environment:
         server = JobServer.start()
@@ -94,6 +95,23 @@ if _unsaved:
         "(setting save_recorded_weights: true)"
     )
 GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trials)]
+# The settings of each GN part as JSON: the jobs' params, and what their tables store.
+GN_TRIAL_SETTINGS = {
+    part: json.dumps(
+        {
+            **{
+                k: v for k, v in GN["exp7"].items() if k not in ("experiment", "models")
+            },
+            "stages": stages,
+        },
+        sort_keys=True,
+    )
+    for part, stages in GN_TRIAL_STAGES.items()
+}
+GN_SWEEP_SETTINGS = {
+    name: json.dumps({"sweep": sweep, "data": GN["data"]}, sort_keys=True)
+    for name, sweep in GN["sweeps"].items()
+}
 
 
 def gn_sweep_files(wildcards):
@@ -119,7 +137,7 @@ CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
 if workflow.is_main_process:
     try:
         _claims = load_yaml(CLAIMS_FILE)
-        _paper = load_yaml(Path(workflow.basedir) / "config" / "config.yaml")
+        _paper = _files.get(PAPER_CONFIG.resolve()) or load_yaml(PAPER_CONFIG)
         validate_claims(_claims, {*_paper["experiments"], *TRIALS}, CLAIMS_FILE)
     except ConfigError as err:
         sys.exit(f"Invalid claims: {err}")
@@ -280,8 +298,8 @@ def all_targets():
     ]
     gn_trials = [
         f"results/gn/{part}/{t.path}.parquet"
-        for part, trials in GN_TRIALS.items()
-        for t in trials
+        for part, part_trials in GN_TRIALS.items()
+        for t in part_trials
     ]
     return (
         tables
@@ -298,7 +316,7 @@ def set_aside_damaged_outputs():
     """Move damaged outputs (truncated, altered, holding another trial, or computed with
     settings that no longer match the config; matcond.files.damaged_files) to
     results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and
-    --lint only name them. Called by the Snakefile once every rule file is read."""
+    --lint only name them."""
     if not workflow.is_main_process:
         return
     trial_specs = {path: t.spec_json for path, t in TRIAL_BY_PATH.items()}
@@ -309,8 +327,8 @@ def set_aside_damaged_outputs():
         f"results/tables/gn_{name}.parquet": GN_SWEEP_SETTINGS[name]
         for name in GN["sweeps"]
     }
-    for part, trials in GN_TRIALS.items():
-        for t in trials:
+    for part, part_trials in GN_TRIALS.items():
+        for t in part_trials:
             settings[f"results/gn/{part}/{t.path}.parquet"] = GN_TRIAL_SETTINGS[part]
     # a dry run, or --lint (the only command that parses without checking env vars)
     inspect_only = workflow.output_settings.dryrun or not workflow.check_envvars
@@ -326,3 +344,6 @@ def set_aside_damaged_outputs():
         else:
             fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
         print(f"Note: {path} is damaged ({problem}): {fate}", file=sys.stderr)
+
+
+set_aside_damaged_outputs()

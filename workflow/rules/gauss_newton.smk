@@ -3,24 +3,7 @@
 # per part) and the paper's sweeps (one job per sweep, one table each). Settings: the config's `gauss_newton` block (schema); tables:
 # src/matcond/gn_experiments; figures: the `plot` rule (matcond.catalog). Every job runs on the
 # CPU in float64 with one thread: its largest eigenproblem is 4096 x 4096 at paper scale.
-import json
-
-GN_TRIAL_SETTINGS = {
-    part: json.dumps(
-        {
-            **{
-                k: v for k, v in GN["exp7"].items() if k not in ("experiment", "models")
-            },
-            "stages": stages,
-        },
-        sort_keys=True,
-    )
-    for part, stages in GN_TRIAL_STAGES.items()
-}
-GN_SWEEP_SETTINGS = {
-    name: json.dumps({"sweep": sweep, "data": GN["data"]}, sort_keys=True)
-    for name, sweep in GN["sweeps"].items()
-}
+# (GN_TRIAL_SETTINGS and GN_SWEEP_SETTINGS, the settings of each part: common.smk)
 
 
 rule gn_trial:

@@ -49,6 +49,7 @@ ADDRESS_ENV = "MATCOND_JOB_SERVER"
 READY = b"ready\n"
 PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
+SOCKET = "jobs.sock"  # the server's socket, in its directory
 
 
 def _die_with_parent() -> None:
@@ -191,7 +192,7 @@ def _remove_stale_directories() -> None:
                 continue
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            conn.connect(str(directory / "jobs.sock"))
+            conn.connect(str(directory / SOCKET))
         except (ConnectionRefusedError, FileNotFoundError):
             shutil.rmtree(directory, ignore_errors=True)
         except OSError:
@@ -206,7 +207,7 @@ class JobServer:
     def __init__(self, process: subprocess.Popen, directory: Path):
         self.process = process
         self.directory = directory
-        self.address = str(directory / "jobs.sock")
+        self.address = str(directory / SOCKET)
 
     @classmethod
     def start(cls, timeout: float = STARTUP_SECONDS) -> JobServer | None:
@@ -214,9 +215,8 @@ class JobServer:
         # /tmp, not the working directory: a socket path has at most 107 bytes
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
-        address = str(directory / "jobs.sock")
         process = subprocess.Popen(
-            [sys.executable, "-m", "matcond.execution.jobserver", address],
+            [sys.executable, "-m", "matcond.execution.jobserver", str(directory / SOCKET)],
             stdout=subprocess.PIPE,
         )
         ready: list[bytes] = []
