@@ -1,9 +1,11 @@
-"""The layout check every saved figure goes through (matcond.figures.style.layout_problems)."""
+"""The layout check every saved figure goes through (matcond.figures.style.layout_problems),
+and how ``save`` writes the PNG from that check's draw."""
 
 import matplotlib.pyplot as plt
 import numpy as np
+import PIL.Image
 
-from matcond.figures.style import error_axis, figure, layout_problems
+from matcond.figures.style import DPI, error_axis, figure, layout_problems, save
 
 
 def labelled(ax, title: str = "t") -> None:
@@ -104,3 +106,56 @@ def test_a_log_axis_keeps_tick_labels_and_thins_crowded_minor_ones():
         error_axis(ax)
         assert layout_problems(fig) == [], (low, high)
         plt.close(fig)
+
+
+def drawn_twice(tmp_path, outside: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """The same figure written by ``save`` (the layout draw's image, cut out) and by a fresh
+    ``savefig`` draw with the same box, as grey images; and the canvas width in pixels."""
+    images = []
+    for name in ("save", "reference"):
+        fig, axes = figure(ncols=2, width=3.0, height=2.0)
+        for ax in axes[0]:
+            ax.semilogy([1, 2, 3], [1e-3, 1e-1, 10.0], label="a line")
+            labelled(ax)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        if outside:
+            fig.text(1.05, 0.5, "beyond the canvas")
+        width = round(fig.get_figwidth() * fig.dpi)
+        path = tmp_path / f"{name}.png"
+        if name == "save":
+            save(fig, str(path), str(tmp_path / "save.pdf"))
+        else:
+            layout_problems(fig)
+            tight = fig.get_tightbbox(fig.canvas.get_renderer())
+            fig.set_layout_engine("none")
+            fig.savefig(path, dpi=DPI, bbox_inches=tight.padded(plt.rcParams["savefig.pad_inches"]))
+            plt.close(fig)
+        images.append(np.asarray(PIL.Image.open(path).convert("L"), dtype=int))
+    return images[0], images[1], width
+
+
+def test_the_png_is_the_layout_draw_cut_to_the_tight_box(tmp_path):
+    saved, reference, _ = drawn_twice(tmp_path, outside=False)
+    # the same box, up to the rounding of its edges to whole pixels
+    assert abs(saved.shape[0] - reference.shape[0]) <= 1
+    assert abs(saved.shape[1] - reference.shape[1]) <= 1
+    rows, cols = min(saved.shape[0], reference.shape[0]), min(saved.shape[1], reference.shape[1])
+    # the same picture, up to a sub-pixel shift (antialiased edges)
+    best = min(
+        (
+            np.abs(
+                saved[dy : dy + rows - 1, dx : dx + cols - 1] - reference[: rows - 1, : cols - 1]
+            )
+            > 64
+        ).mean()
+        for dy in (0, 1)
+        for dx in (0, 1)
+    )
+    assert best < 0.02
+    assert (tmp_path / "save.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_an_artist_beyond_the_canvas_is_in_the_png(tmp_path):
+    saved, reference, width = drawn_twice(tmp_path, outside=True)
+    assert saved.shape[1] > width + 50  # the text beyond the right edge is in
+    assert saved.shape == reference.shape and np.array_equal(saved, reference)

@@ -88,11 +88,9 @@ def small_config() -> dict:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory, small_config) -> Path:
-    workdir = tmp_path_factory.mktemp("run")
-    (workdir / "config.yaml").write_text(yaml.safe_dump(small_config))
-    snakemake(workdir)
-    return workdir
+def finished(small_run) -> Path:
+    """The finished run of the small config (tests/conftest.py), shared with other tests."""
+    return small_run
 
 
 def trial_paths(workdir: Path) -> list[Path]:

@@ -1,5 +1,5 @@
 """The GN experiments and rules: data, tables with their documented columns, bounds >= exact,
-and one end-to-end run of the GN targets on the test config (with a no-op rerun check)."""
+and the GN outputs of the end-to-end run of the test config (with a no-op rerun check)."""
 
 from __future__ import annotations
 
@@ -341,33 +341,33 @@ def gn_targets(config: dict) -> list[str]:
     return tables + [f"results/figures/{n}.{ext}" for n in figures for ext in ("png", "pdf")]
 
 
-def test_end_to_end_on_the_test_config(tmp_path, gn_config):
+def test_end_to_end_on_the_test_config(small_run, gn_config):
+    """The GN outputs of the shared run of the small config (tests/conftest.py)."""
     targets = gn_targets(gn_config)
     paper_figures = [t for t in targets if "/figures/gn_fig" in t and t.endswith(".png")]
     assert len(paper_figures) >= 19 and "results/figures/gn_along_training.png" in targets
-    snakemake(tmp_path, *targets)
     for target in targets:
-        assert (tmp_path / target).stat().st_size > 0, target
-    per_trial = sorted((tmp_path / "results" / "gn").rglob("*.parquet"))
+        assert (small_run / target).stat().st_size > 0, target
+    per_trial = sorted((small_run / "results" / "gn").rglob("*.parquet"))
     assert len(per_trial) == 2 * 6  # (exp7, along_training) x (L = 2, 3, ReLU MLP) x 2 seeds
     for path in per_trial:
         rows = pd.read_parquet(path)
         assert list(rows.columns) == ["trial", *EXP7_ROW_COLUMNS]
         assert_bounds_hold(rows)
-    exp7 = pd.read_csv(tmp_path / "results" / "tables" / "gn_exp7.csv")
+    exp7 = pd.read_csv(small_run / "results" / "tables" / "gn_exp7.csv")
     assert set(exp7["stage"]) == {"initial", "final"} and set(exp7["n"]) == {2}
-    along = pd.read_csv(tmp_path / "results" / "tables" / "gn_along_training.csv")
+    along = pd.read_csv(small_run / "results" / "tables" / "gn_along_training.csv")
     assert sorted(along["epoch"].unique()) == [0, 10, 20] and set(along["n"]) == {2}
     for name in gn_config["sweeps"]:
-        table = pd.read_parquet(tmp_path / "results" / "tables" / f"gn_{name}.parquet")
+        table = pd.read_parquet(small_run / "results" / "tables" / f"gn_{name}.parquet")
         assert list(table.columns) == SWEEP_COLUMNS[name]
         assert_bounds_hold(table)
     # nothing reruns without an edit; editing one sweep reruns that sweep and its figure only
-    assert "Nothing to be done" in snakemake(tmp_path, "-n", *targets)
+    assert "Nothing to be done" in snakemake(small_run, "-n", *targets)
     edited = yaml.safe_load(TEST_CONFIG.read_text())
     edited["gauss_newton"]["sweeps"]["fig6_leaky_width"]["seeds"] = 3
-    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(edited))
-    out = snakemake(tmp_path, "-n", *targets, config=tmp_path / "edited.yaml")
+    (small_run / "edited.yaml").write_text(yaml.safe_dump(edited))
+    out = snakemake(small_run, "-n", *targets, config=small_run / "edited.yaml")
     jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?    output: ([^,\n]+)", out, re.M)
     assert sorted(jobs) == [
         ("gn_sweep", "results/tables/gn_fig6_leaky_width.parquet"),

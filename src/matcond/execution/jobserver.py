@@ -4,8 +4,9 @@ A job that starts Python and imports torch, pandas, pyarrow and matplotlib spend
 often far more than its work (a trial at paper scale trains in well under a second, a figure
 draws in a fraction of one). So a local run starts one *job server* (``onstart`` in
 workflow/rules/common.smk): a process that imports every job module (:mod:`matcond.jobs`)
-once and listens on a Unix socket whose path it publishes in ``$MATCOND_JOB_SERVER``. Every
-job is still one Snakemake job with its own outputs, log, threads and resources; its script
+once (and runs its ``warm_up()``, if it has one: the plot job's fills matplotlib's caches)
+and listens on a Unix socket whose path it publishes in ``$MATCOND_JOB_SERVER``. Every job
+is still one Snakemake job with its own outputs, log, threads and resources; its script
 (scripts/job.py) imports only this module, sends its ``snakemake`` object and waits, and the
 server forks a child that runs exactly what the job would have run in its own process
 (:func:`execute`) and reports the exit status back.
@@ -151,7 +152,9 @@ def serve(address: str) -> None:
     import matcond.jobs
 
     for job in pkgutil.iter_modules(matcond.jobs.__path__):  # the imports every child shares
-        importlib.import_module(f"matcond.jobs.{job.name}")
+        module = importlib.import_module(f"matcond.jobs.{job.name}")
+        if hasattr(module, "warm_up"):  # caches its jobs would each fill (matplotlib's)
+            module.warm_up()
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,6 +1,7 @@
 """Rule `plot`: the tables a figure draws -> the figure (PNG and PDF)."""
 
 from matcond.figures import FIGURES
+from matcond.figures.style import warm_up  # noqa: F401 (the job server calls it)
 from matcond.files import read_parquet
 
 
