@@ -165,6 +165,7 @@ def test_experiment_table_schema(finished):
 
 
 def test_no_edit_schedules_nothing(finished, small_config):
+    """The run's config file rewritten with its keys sorted (yaml.safe_dump): nothing to do."""
     assert planned_jobs(finished, small_config) == []
 
 

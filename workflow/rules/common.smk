@@ -260,9 +260,10 @@ def all_trial_tables():
 
 
 def trials_json(wildcards):
-    """Each experiment's trial paths, as JSON."""
+    """Each experiment's trial paths, sorted, as JSON (the same for any order of the config's
+    keys)."""
     return json.dumps(
-        {e: [t.path for t in ts] for e, ts in TRIALS.items()}, sort_keys=True
+        {e: sorted(t.path for t in ts) for e, ts in TRIALS.items()}, sort_keys=True
     )
 
 
