@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import difflib
 import errno
+import functools
 import math
 import os
 from pathlib import Path
@@ -23,10 +24,19 @@ class ConfigError(ValueError):
     """A config value is invalid; the message names the offending key."""
 
 
+# libyaml's parser where PyYAML has it (several times faster), else PyYAML's own
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
-    """The config schema as a dict."""
+    """The config schema as a dict (a copy: the caller may change it)."""
+    return copy.deepcopy(_parsed_schema(path))
+
+
+@functools.cache
+def _parsed_schema(path: Path) -> dict[str, Any]:
     with open(path) as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=_SafeLoader)  # noqa: S506 (a safe loader)
 
 
 def _with_defaults(validator_class):
@@ -52,7 +62,7 @@ StrictValidator = validators.extend(Draft202012Validator, type_checker=_TYPES)
 _FillingValidator = _with_defaults(StrictValidator)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(_SafeLoader):
     """A YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
 
     def construct_mapping(self, node, deep=False):

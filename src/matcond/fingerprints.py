@@ -14,6 +14,7 @@ Light on purpose (ast, hashlib): the Snakefile calls it at parse time.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
 
@@ -40,7 +41,12 @@ def _module_name(path: Path) -> str:
 
 def imported_modules(path: Path) -> set[str]:
     """Names of the ``matcond`` modules that the file at ``path`` imports anywhere in it."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    return _imported_modules(path, path.read_text())
+
+
+@functools.cache  # keyed by the source too: an edited file is parsed again
+def _imported_modules(path: Path, source: str) -> set[str]:
+    tree = ast.parse(source, filename=str(path))
     inside = path.is_relative_to(PACKAGE_DIR)
     package = _module_name(path) if inside else ""
     if inside and path.name != "__init__.py":
