@@ -249,3 +249,21 @@ def test_a_run_through_the_server_writes_what_a_run_without_it_writes(tmp_path):
     assert len(outputs[True]) > 20 and any(p.endswith(".png") for p in outputs[True])
     assert sorted(outputs[True]) == sorted(outputs[False])
     assert [p for p in outputs[True] if outputs[True][p] != outputs[False][p]] == []
+
+
+def test_the_warm_ups_leave_nothing_that_a_fork_would_break():
+    """The server runs each job module's ``warm_up`` before it forks: none may start a thread
+    (a child would inherit its locks, not the thread) or initialise CUDA."""
+    code = (
+        "import importlib, pkgutil, threading, torch, matcond.jobs\n"
+        "names = [m.name for m in pkgutil.iter_modules(matcond.jobs.__path__)]\n"
+        "modules = [importlib.import_module(f'matcond.jobs.{n}') for n in names]\n"
+        "warmed = [m.__name__ for m in modules if hasattr(m, 'warm_up')]\n"
+        "for m in modules:\n"
+        "    getattr(m, 'warm_up', lambda: None)()\n"
+        "print(warmed, threading.active_count(), torch.cuda.is_initialized())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    warmed, threads, cuda = out.stdout.rsplit(" ", 2)
+    assert "matcond.jobs.plot" in warmed and "matcond.jobs.gn_sweep" in warmed, warmed
+    assert (threads, cuda.strip()) == ("1", "False"), out.stdout

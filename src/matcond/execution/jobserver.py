@@ -4,7 +4,8 @@ A job that starts Python and imports torch, pandas, pyarrow and matplotlib spend
 often far more than its work (a trial at paper scale trains in well under a second, a figure
 draws in a fraction of one). So a local run starts one *job server* (``onstart`` in
 workflow/rules/common.smk): a process that imports every job module (:mod:`matcond.jobs`)
-once (and runs its ``warm_up()``, if it has one: the plot job's fills matplotlib's caches)
+once (and runs its ``warm_up()``, if it has one: the plot job's fills matplotlib's caches,
+the GN sweep's makes torch.func import what it imports on its first call)
 and listens on a Unix socket whose path it publishes in ``$MATCOND_JOB_SERVER``. Every job
 is still one Snakemake job with its own outputs, log, threads and resources; its script
 (scripts/job.py) imports only this module, sends its ``snakemake`` object and waits, and the
@@ -153,7 +154,7 @@ def serve(address: str) -> None:
 
     for job in pkgutil.iter_modules(matcond.jobs.__path__):  # the imports every child shares
         module = importlib.import_module(f"matcond.jobs.{job.name}")
-        if hasattr(module, "warm_up"):  # caches its jobs would each fill (matplotlib's)
+        if hasattr(module, "warm_up"):  # what its jobs would each load (caches, lazy imports)
             module.warm_up()
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly

@@ -21,6 +21,12 @@ from matcond.gauss_newton._arrays import ArrayLike, as_float64
 from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_factor
 
 
+def warm_up() -> None:
+    """Call ``torch.func`` once: its first call imports ``torch._dynamo`` (~1 s), which a job
+    server then does once for all the jobs it forks instead of once per job."""
+    jacrev(torch.sin)(torch.zeros(1, dtype=torch.float64))
+
+
 def network_jacobian(model: nn.Module, x: ArrayLike) -> torch.Tensor:
     """``J`` (``nk x p``) in float64 at the model's current parameters.
 
