@@ -1,5 +1,13 @@
-"""Shared fixtures."""
+"""Shared fixtures.
 
+The tests run on every core (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml): one
+test file per worker at a time, so a module's fixtures are set up once; what several files
+share is made once per session by whichever worker needs it first (:func:`small_run`) or
+taken in turn (the SLURM test cluster, tests/slurm/conftest.py).
+"""
+
+import fcntl
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,10 +33,19 @@ def small_run(tmp_path_factory) -> Path:
     its ``config.yaml``) has run to the end: every trial, GN part, table, figure and claim.
     One run for the session, shared by the end-to-end tests; they may dry-run it with edited
     configs but must not change its results (copy it to rerun anything)."""
-    workdir = tmp_path_factory.mktemp("small_run")
-    (workdir / "config.yaml").write_text(SMALL_CONFIG.read_text())
-    cmd = [Path(sys.executable).with_name("snakemake"), "-s", REPO / "Snakefile"]
-    cmd += ["--directory", workdir, "--configfile", workdir / "config.yaml", "--cores", "2"]
-    proc = subprocess.run([*map(str, cmd)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    session_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's basetemp is in the session's
+        session_dir = session_dir.parent
+    workdir, failed = session_dir / "small_run", session_dir / "small_run.failed"
+    with open(session_dir / "small_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be making it: wait for it
+        if not workdir.exists() and not failed.exists():
+            workdir.mkdir()
+            (workdir / "config.yaml").write_text(SMALL_CONFIG.read_text())
+            cmd = [Path(sys.executable).with_name("snakemake"), "-s", REPO / "Snakefile"]
+            cmd += ["--directory", workdir, "--configfile", workdir / "config.yaml"]
+            proc = subprocess.run([*map(str, cmd), "--cores", "2"], capture_output=True, text=True)
+            if proc.returncode:
+                failed.write_text(proc.stdout[-3000:] + proc.stderr[-3000:])
+    assert not failed.exists(), failed.read_text()
     return workdir

@@ -6,12 +6,14 @@ slurmctld and slurmd in a fresh state directory (about 5-15 s), yields a
 is left. Tests are skipped, with the reason, unless run as root with the Debian packages
 installed (``tests/slurm/cluster.sh install``).
 
-Set ``SLURM_TEST_PORT`` to move the three TCP ports (default 16817-16819), e.g. when two
-test sessions run at once.
+One cluster per machine at a time: a module waits for the lock ``LOCK`` while another
+module's (another pytest-xdist worker's) cluster runs. Set ``SLURM_TEST_PORT`` to move the three
+TCP ports (default 16817-16819).
 """
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import tempfile
 import time
@@ -21,6 +23,8 @@ from pathlib import Path
 import pytest
 from slurmcluster import SlurmCluster, client_env, pid_alive, run_script, skip_reason
 
+LOCK = Path(tempfile.gettempdir()) / "matcond-slurm-tests.lock"
+
 
 @pytest.fixture(scope="module")
 def slurm_cluster() -> Iterator[SlurmCluster]:
@@ -28,6 +32,12 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield from _cluster()
+
+
+def _cluster() -> Iterator[SlurmCluster]:
     # Short path under /tmp: munged must reach it and socket paths are limited in length.
     state_dir = Path(tempfile.mkdtemp(prefix="slurm-", dir="/tmp"))
     start = time.monotonic()
