@@ -6,7 +6,7 @@ import torch
 
 from matcond.run import run_trial
 from matcond.targets import make_target
-from matcond.training import record_epochs, train
+from matcond.training import all_finite, record_epochs, train
 
 CPU = torch.device("cpu")
 
@@ -92,6 +92,20 @@ def test_a_loss_that_explodes_but_stays_finite_is_divergence(spec):
     assert np.isfinite(table["loss"]).all() and table["error"].isna().all()
     table, _ = run_trial({**s, "divergence_loss_ratio": 1e30}, CPU)
     assert not table["diverged"].any() and (table["error"] > 1e3).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_all_finite_agrees_with_the_elementwise_mask(dtype):
+    torch.manual_seed(0)
+    big = torch.finfo(dtype).max
+    for bad in (float("nan"), float("inf"), -float("inf"), None):
+        for where in ((0, 0), (3, 7), (-1, -1)):
+            t = torch.randn(5, 8, dtype=dtype) * big  # entries at the edge of the range
+            t = t.clamp(-big, big)
+            if bad is not None:
+                t[where] = bad
+            assert all_finite(t) is bool(torch.isfinite(t).all()) is (bad is None)
+    assert all_finite(torch.empty(0, 3, dtype=dtype))
 
 
 def test_record_epochs():

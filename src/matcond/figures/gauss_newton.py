@@ -331,7 +331,8 @@ def gn_along_training(tables: Tables, png: str, pdf: str) -> None:
                     label=f"{label}: {BOUND_LABELS[bound]}",
                     **({"marker": "x", "ms": 6} if bound == "lemma1" else {}),
                 )  # fmt: skip
-        top.set_title(f"{name} inputs (red crosses: some κ flagged unreliable)", fontsize=9)
+        flagged_note = " (red crosses: κ flagged unreliable)" if rows["n_unreliable"].any() else ""
+        top.set_title(f"{name} inputs{flagged_note}", fontsize=9)
         top.set_yscale("log")
         top.set_ylabel("exact GN κ")
         top.set_xlabel("epoch")
