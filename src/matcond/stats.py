@@ -83,7 +83,21 @@ def _std(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.std(x, axis=axis, ddof=1)
 
 
-STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "std": _std}
+def median_of_finite(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``np.median(x, axis)`` bit for bit for data without NaN (what the bootstrap gets:
+    finite errors, and |log| ratios that are finite or inf), a third faster: one partition
+    at the middle order statistics, without np.median's NaN pass (the bootstrap of a
+    31356-group aggregation calls it ~24000 times)."""
+    size, half = x.shape[axis], x.shape[axis] // 2
+    middle = [half] if size % 2 else [half - 1, half]
+    part = np.partition(x, middle, axis=axis)
+    at = [(slice(None),) * (axis % x.ndim) + (i,) for i in middle]
+    # ufuncs on views keep x's memory layout, as np.median's mean does: scipy's reductions
+    # over the result then add in the same order
+    return (part[at[0]] + part[at[-1]]) / 2 if len(at) == 2 else part[at[0]] / 1
+
+
+STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": median_of_finite, "std": _std}
 
 
 def bootstrap_ci(
