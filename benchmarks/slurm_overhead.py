@@ -6,7 +6,10 @@ d in {4, 8}, ``--seeds`` seeds, 20 epochs, no Gauss-Newton sweeps) from an empty
 through ``profiles/slurm`` once per mode, and stops the cluster (``cluster.sh down``):
 
 - ``per-trial``: ``--group-components trials=1``, one SLURM job per trial;
-- ``grouped``: the profile as it is (``trials=16``: up to 16 trials per job, two at a time).
+- ``grouped-no-server``: up to 16 trials per job, each job's script in its own Python
+  (``job_server: false``);
+- ``grouped``: the profile as it is (``trials=16``), the group job's trials run by the job
+  server that the group job starts.
 
 Aggregation, plots and claims are one ``post`` job in both. Per mode it prints the workflow's
 wall time, the SLURM span of the trials (first submission to last end), and per trial:
@@ -43,7 +46,11 @@ from slurmcluster import ACCOUNT, PARTITION, client_env, run_script, skip_reason
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (.*)\)\.")
-MODES = {"per-trial": ["--group-components", "trials=1"], "grouped": []}
+MODES = {
+    "per-trial": ["--group-components", "trials=1"],
+    "grouped-no-server": ["--config", "job_server=False"],
+    "grouped": [],
+}
 
 
 def small_config(seeds: int) -> dict:
@@ -159,13 +166,13 @@ def main() -> None:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"small config, {args.seeds} seeds x d in {{4, 8}}; {os.cpu_count()} CPUs, load {load}")
     print(
-        f"{'mode':<10} {'trials':>6} {'jobs':>5} {'wall s':>7} {'span s':>7} "
+        f"{'mode':<18} {'trials':>6} {'jobs':>5} {'wall s':>7} {'span s':>7} "
         f"{'job s/trial':>11} {'CPU s/trial':>11} {'compute s':>9} "
         f"{'overhead (job) s':>16} {'overhead (CPU) s':>16}"
     )
     for mode, r in results.items():
         print(
-            f"{mode:<10} {r['trials']:>6} {r['slurm_jobs']:>5} {r['wall']:>7.1f} "
+            f"{mode:<18} {r['trials']:>6} {r['slurm_jobs']:>5} {r['wall']:>7.1f} "
             f"{r['span']:>7.0f} {r['job_s']:>11.2f} {r['cpu_s']:>11.2f} {r['compute_s']:>9.3f} "
             f"{r['job_s'] - r['compute_s']:>16.2f} {r['cpu_s'] - r['compute_s']:>16.2f}"
         )

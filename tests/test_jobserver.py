@@ -23,11 +23,13 @@ import yaml
 from matcond.execution.jobserver import (
     ADDRESS_ENV,
     PREFIX,
+    SERVED_BY,
     STARTUP_SECONDS,
     JobServer,
     encode_request,
     execute,
     request_job,
+    slurm_group_jobs,
 )
 from matcond.trials import Trial
 
@@ -79,7 +81,9 @@ def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
     execute(local)
     for key in ("table", "weights"):
         same_file(local, served, key)
-    assert "compute_seconds=" in Path(served.log[0]).read_text()
+    served_log, local_log = (Path(j.log[0]).read_text() for j in (served, local))
+    assert served_log.startswith(f"{SERVED_BY}{server.process.pid} (child ")
+    assert "compute_seconds=" in served_log and SERVED_BY not in local_log
     # the benchmark is the training process's own: torch's memory, not the waiting client's
     bench = pd.read_csv(served.output.benchmark, sep="\t").iloc[0]
     assert bench["max_rss"] > 100 and 0 < bench["compute_s"] <= bench["s"]
@@ -267,3 +271,24 @@ def test_the_warm_ups_leave_nothing_that_a_fork_would_break():
     warmed, threads, cuda = out.stdout.rsplit(" ", 2)
     assert "matcond.jobs.plot" in warmed and "matcond.jobs.gn_sweep" in warmed, warmed
     assert (threads, cuda.strip()) == ("1", "False"), out.stdout
+
+
+def test_a_slurm_group_job_is_told_by_its_command_line():
+    """The command line that snakemake-executor-plugin-slurm 2.8.0 puts in a group job's
+    sbatch --wrap (abridged), and the ones that must not start a server."""
+    group = [
+        "/venv/bin/python3", "-m", "snakemake", "--snakefile", "/repo/Snakefile",
+        "--target-jobs", "train:trial=linear/d8/seed1", "train:trial=linear/d4/seed0",
+        "train:trial=linear/d4/seed1", "--allowed-rules", "train", "--cores", "1",
+        "--executor", "slurm-jobstep", "--jobs", "1", "--mode", "remote",
+    ]  # fmt: skip
+    assert slurm_group_jobs(group) == 3
+    one = group[:7] + group[9:]  # a SLURM job of one trial (trials=1)
+    assert slurm_group_jobs(one) == 1
+    inner = group[:-6] + ["--mode", "remote"]  # the Snakemake that srun starts per job
+    assert slurm_group_jobs(inner) == 0
+    local = ["/venv/bin/snakemake", "--cores", "2", "--executor", "local"]
+    assert slurm_group_jobs(local) == slurm_group_jobs(["snakemake", "--executor"]) == 0
+    last = [*group[:5], "--executor", "slurm-jobstep", "--target-jobs", "a:", "b:"]
+    assert slurm_group_jobs(last) == 2
+

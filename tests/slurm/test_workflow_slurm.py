@@ -31,6 +31,8 @@ import pytest
 import yaml
 from slurmcluster import SlurmCluster
 
+from matcond.execution.jobserver import SERVED_BY
+
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 PROFILE = REPO / "profiles" / "slurm"
@@ -276,3 +278,15 @@ def test_workflow_matches_a_local_run(cluster: SlurmCluster, tmp_path: Path) -> 
     assert figures and files(remote / "results" / "figures") == figures
     for name in [*(Path("figures") / f for f in figures), Path("claims.csv"), Path("claims.md")]:
         assert (remote / "results" / name).stat().st_size > 0, name
+
+    # Each group job ran its jobs on one job server: every trial's log names the trials
+    # group's server, every aggregation's and figure's log the post group's.
+    def servers(rule: str) -> set[str]:
+        logs = sorted((remote / "results" / "logs" / rule).rglob("*.log"))
+        assert logs, rule
+        firsts = [log.read_text().partition("\n")[0] for log in logs]
+        assert all(line.startswith(SERVED_BY) for line in firsts), firsts
+        return {line.removeprefix(SERVED_BY).split()[0] for line in firsts}
+
+    trial_servers, post_servers = servers("train"), servers("aggregate") | servers("plots")
+    assert len(trial_servers) == 1 and len(post_servers) == 1, (trial_servers, post_servers)

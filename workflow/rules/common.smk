@@ -1,4 +1,5 @@
 # Config validation, trial enumeration, the targets and the helpers every rule uses.
+import atexit
 import functools
 import json
 import os
@@ -10,7 +11,7 @@ from matcond.claims_check import validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.files import damaged_files, set_aside
 from matcond.execution.joblog import RUN_PID_ENV
-from matcond.execution.jobserver import ADDRESS_ENV, JobServer
+from matcond.execution.jobserver import ADDRESS_ENV, JobServer, slurm_group_jobs
 from matcond.fingerprints import code_fingerprint as _fingerprint, module_path
 from matcond.trials import all_trials, swept_settings
 
@@ -29,9 +30,37 @@ except ConfigError as err:
 config.update(_validated)
 
 
-# The job server of a local run (matcond.execution.jobserver); its address reaches the jobs
-# through the environment they inherit.
+# The job server (matcond.execution.jobserver) of a local run, or of a SLURM group job; its
+# address reaches the jobs through the environment they inherit.
 JOB_SERVERS = []
+
+
+def start_job_server():
+    """Start a job server for this process's jobs unless config or deployment rule it out
+    (`job_server: false`; --sdm conda: the server would not run in the rules' environment).
+    """
+    own_environment = not workflow.deployment_settings.deployment_method
+    if config["job_server"] and own_environment:
+        server = JobServer.start()
+        if server is not None:
+            os.environ[ADDRESS_ENV] = server.address
+            JOB_SERVERS.append(server)
+
+
+def stop_job_servers():
+    for server in JOB_SERVERS:
+        server.stop()
+
+
+# A SLURM group job: the Snakemake that sbatch started (executor slurm-jobstep) runs the
+# group's jobs one after another, each through srun and a Snakemake of its own, which pass
+# this process's environment on to the job's script. So one server here serves them all.
+# No hooks run in that process (`--no-hooks`), and at parse time Snakemake has not set up
+# its executor or targets yet: its command line says what it is. The server stops when the
+# process exits (or, killed, dies with it).
+if slurm_group_jobs(sys.argv) > 1:
+    start_job_server()
+    atexit.register(stop_job_servers)
 
 
 onstart:
@@ -44,17 +73,11 @@ onstart:
             sys.exit(f"Cannot start: {problem}")
         # local jobs end with this process (matcond.execution.joblog)
         os.environ[RUN_PID_ENV] = str(os.getpid())
-    own_environment = not workflow.deployment_settings.deployment_method
-    if config["job_server"] and workflow.local_exec and own_environment:
-        server = JobServer.start()
-        if server is not None:
-            os.environ[ADDRESS_ENV] = server.address
-            JOB_SERVERS.append(server)
+        start_job_server()
 
 
 onsuccess:
-    for server in JOB_SERVERS:
-        server.stop()
+    stop_job_servers()
     if Path(DIVERGED_TABLE).exists():  # the one-line summary of diverged trials
         import pandas as pd
         from matcond.selection import divergence_summary
@@ -63,8 +86,7 @@ onsuccess:
 
 
 onerror:
-    for server in JOB_SERVERS:
-        server.stop()
+    stop_job_servers()
 
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}

@@ -12,8 +12,10 @@ is still one Snakemake job with its own outputs, log, threads and resources; its
 server forks a child that runs exactly what the job would have run in its own process
 (:func:`execute`) and reports the exit status back.
 
-- No server (``job_server: false``, a SLURM job, ``--sdm conda``, or the server did not come
-  up): the job runs in its own process, with the same result bit for bit.
+- A SLURM group job starts a server of its own at parse time (common.smk): its jobs each
+  run through ``srun`` and a Snakemake of their own, whose environment names the server.
+- No server (``job_server: false``, a SLURM job of one job, ``--sdm conda``, or the server did
+  not come up): the job runs in its own process, with the same result bit for bit.
 - A job whose script is killed (Snakemake cancels it) takes its child with it: the child exits
   when the connection to its job closes. A child killed by a signal (the out-of-memory
   killer) is reported to its job with that signal. Children die with the server, and the
@@ -31,6 +33,7 @@ import base64
 import contextlib
 import ctypes
 import importlib
+import itertools
 import json
 import os
 import pickle
@@ -43,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from matcond.execution.joblog import logging_to
@@ -52,6 +56,19 @@ READY = b"ready\n"
 PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
 SOCKET = "jobs.sock"  # the server's socket, in its directory
+SERVED_BY = "run by the job server, pid "  # a served job's log starts with it
+
+
+def slurm_group_jobs(argv: Sequence[str]) -> int:
+    """How many jobs a Snakemake with command line ``argv`` runs as a SLURM group job: the
+    number of its ``--target-jobs`` if it runs them with executor ``slurm-jobstep`` (as the
+    Snakemake does that snakemake-executor-plugin-slurm's sbatch starts), else 0."""
+    args = list(argv)
+    executor = args[args.index("--executor") + 1 :][:1] if "--executor" in args else []
+    if executor != ["slurm-jobstep"] or "--target-jobs" not in args:
+        return 0
+    after = args[args.index("--target-jobs") + 1 :]
+    return sum(1 for _ in itertools.takewhile(lambda arg: not arg.startswith("-"), after))
 
 
 def _die_with_parent() -> None:
@@ -76,11 +93,13 @@ def run_job(snakemake) -> None:
         sys.exit(f"rule {snakemake.rule} failed on the job server: see {snakemake.log[0]}")
 
 
-def execute(snakemake) -> None:
+def execute(snakemake, server_pid: int | None = None) -> None:
     """Run ``matcond.jobs.<rule>.main(snakemake)`` with stderr, and the traceback of any
-    error, in the job's log."""
+    error, in the job's log, whose first line names the job server if one runs it."""
     module = importlib.import_module(f"matcond.jobs.{snakemake.rule}")
     with logging_to(snakemake.log[0]):
+        if server_pid is not None:
+            print(f"{SERVED_BY}{server_pid} (child {os.getpid()})", file=sys.stderr)
         module.main(snakemake)
 
 
@@ -128,7 +147,7 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
         threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
         job = json.loads(request)
         os.chdir(job["cwd"])
-        execute(pickle.loads(base64.b64decode(job["snakemake"])))
+        execute(pickle.loads(base64.b64decode(job["snakemake"])), server_pid=os.getppid())
         status = 0
     except BaseException:  # execute has logged it to the job's log
         pass
