@@ -292,3 +292,20 @@ def test_a_slurm_group_job_is_told_by_its_command_line():
     last = [*group[:5], "--executor", "slurm-jobstep", "--target-jobs", "a:", "b:"]
     assert slurm_group_jobs(last) == 2
 
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_job_runs_its_blas_on_its_own_threads(threads, tmp_path, monkeypatch):
+    """numpy's and scipy's OpenBLAS (one thread per core if left alone, so that two jobs on two
+    cores spin four) and torch's OpenMP use the job's ``threads`` while it runs."""
+    import scipy.linalg  # noqa: F401  (its OpenBLAS, loaded as a job module would)
+    import torch  # noqa: F401  (its OpenMP)
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    probe = SimpleNamespace(main=lambda _: seen.extend(threadpool_info()))
+    monkeypatch.setitem(sys.modules, "matcond.jobs.probe", probe)
+    execute(SimpleNamespace(rule="probe", log=[str(tmp_path / "probe.log")], threads=threads))
+    apis = {pool["internal_api"] for pool in seen}
+    assert {"openblas", "openmp"} <= apis, seen
+    assert all(pool["num_threads"] == threads for pool in seen), seen
+    assert sum(pool["internal_api"] == "openblas" for pool in seen) >= 2, seen  # numpy, scipy

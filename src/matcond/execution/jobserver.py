@@ -49,6 +49,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 from matcond.execution.joblog import logging_to
 
 ADDRESS_ENV = "MATCOND_JOB_SERVER"
@@ -95,9 +97,14 @@ def run_job(snakemake) -> None:
 
 def execute(snakemake, server_pid: int | None = None) -> None:
     """Run ``matcond.jobs.<rule>.main(snakemake)`` with stderr, and the traceback of any
-    error, in the job's log, whose first line names the job server if one runs it."""
+    error, in the job's log, whose first line names the job server if one runs it.
+
+    The BLAS and OpenMP libraries loaded by then (numpy's and scipy's OpenBLAS, torch's
+    OpenMP) use the job's ``threads``: left alone, OpenBLAS starts a thread per core in every
+    job, and two jobs on two cores spin four threads (a d = 512 trial took 2.2 s beside
+    another instead of 0.4 s), and its bits would depend on the machine's core count."""
     module = importlib.import_module(f"matcond.jobs.{snakemake.rule}")
-    with logging_to(snakemake.log[0]):
+    with logging_to(snakemake.log[0]), threadpool_limits(limits=snakemake.threads):
         if server_pid is not None:
             print(f"{SERVED_BY}{server_pid} (child {os.getpid()})", file=sys.stderr)
         module.main(snakemake)
