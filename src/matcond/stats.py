@@ -97,7 +97,9 @@ def median_of_finite(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return (part[at[0]] + part[at[-1]]) / 2 if len(at) == 2 else part[at[0]] / 1
 
 
-STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": median_of_finite, "std": _std}
+STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "std": _std}
+# What summarise_groups bootstraps: groups of at least 2 finite values (or |log| ratios).
+_OF_FINITE: dict[str, Statistic] = {**STATISTICS, "median": median_of_finite}
 
 
 def bootstrap_ci(
@@ -218,7 +220,7 @@ def summarise_groups(
         data = np.stack([values for _, values in members])
         names = ["mean", "median"] if kind == "error" else ["abslog"]
         for name in names:
-            low, high = bootstrap_ci([data], STATISTICS.get(name, np.mean))
+            low, high = bootstrap_ci([data], _OF_FINITE.get(name, np.mean))
             for (i, _), lo, hi in zip(members, low, high, strict=True):
                 rows[i][f"{name}_ci_low"], rows[i][f"{name}_ci_high"] = float(lo), float(hi)
     for row in rows:
