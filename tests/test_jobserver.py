@@ -122,6 +122,7 @@ def test_an_aggregation_served_is_the_same_as_in_process(server, spec, tmp_path,
             params=SimpleNamespace(swept="[]"),
             wildcards=SimpleNamespace(experiment="e"),
             log=[str(out / "job.log")],
+            threads=1,
         )
 
     monkeypatch.chdir(tmp_path)
