@@ -24,6 +24,7 @@ from matcond.execution.jobserver import (
     ADDRESS_ENV,
     PREFIX,
     SERVED_BY,
+    SERVER_THREADS,
     STARTUP_SECONDS,
     JobServer,
     encode_request,
@@ -310,3 +311,11 @@ def test_a_job_runs_its_blas_on_its_own_threads(threads, tmp_path, monkeypatch):
     assert {"openblas", "openmp"} <= apis, seen
     assert all(pool["num_threads"] == threads for pool in seen), seen
     assert sum(pool["internal_api"] == "openblas" for pool in seen) >= 2, seen  # numpy, scipy
+
+
+def test_the_server_starts_its_blas_on_one_thread(server):
+    """Its children then run at the rules' one thread without lowering OpenBLAS's count
+    themselves (which halves OpenBLAS's speed on small problems in a forked child)."""
+    environment = psutil.Process(server.process.pid).environ()
+    assert {k: environment.get(k) for k in SERVER_THREADS} == SERVER_THREADS
+    assert set(SERVER_THREADS.values()) == {"1"}
