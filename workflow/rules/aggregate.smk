@@ -12,6 +12,9 @@ rule aggregate:
         "results/logs/aggregate/{experiment}.log",
     benchmark:
         "results/benchmarks/aggregate/{experiment}.tsv"
+    # up to minutes (bootstrapping every epoch of ctrl_spectral_reg): started as soon as its
+    # trials are done, before the remaining trainings, not last
+    priority: 1
     conda:
         "../../envs/matcond.yaml"
     resources:

@@ -20,6 +20,7 @@ rule gn_trial:
         "results/benchmarks/gn/{part}/{trial}.tsv"
     wildcard_constraints:
         part="|".join(GN_TRIAL_STAGES),
+    priority: 1  # seconds each (dense depth-3 forms): before the remaining trainings
     conda:
         "../../envs/matcond.yaml"
     threads: 1
@@ -80,6 +81,9 @@ rule gn_sweep:
         "results/benchmarks/gn/{sweep}.tsv"
     wildcard_constraints:
         sweep="|".join(GN["sweeps"]) or "(?!)",
+    # the longest jobs (fig7_batchnorm: over 2 minutes at paper scale), ready from the start:
+    # started first, they run beside the trainings instead of after them
+    priority: 2
     conda:
         "../../envs/matcond.yaml"
     threads: 1
