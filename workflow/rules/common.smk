@@ -235,6 +235,14 @@ def train_runtime(wildcards):
     return 5 + steps * spec["dim"] ** 2 // 50_000_000
 
 
+def train_priority(wildcards):
+    """1 for the trials that come first (the longest jobs early, not last): those recorded
+    at every epoch (their aggregation, which bootstraps every epoch, is the longest job after
+    them) and those of d >= 1024 (seconds each); 0 for the rest."""
+    spec = TRIAL_BY_PATH[wildcards.trial].spec
+    return int(spec["record_every"] == 1 or spec["dim"] >= 1024)
+
+
 def experiment_trial_tables(wildcards):
     """The trial tables an experiment's aggregate reads."""
     return [f"results/trials/{t.path}.parquet" for t in TRIALS[wildcards.experiment]]

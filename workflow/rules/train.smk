@@ -10,6 +10,7 @@ rule train:
         benchmark="results/benchmarks/train/{trial}.tsv",
     log:
         "results/logs/train/{trial}.log",
+    priority: train_priority
     conda:
         "../../envs/matcond.yaml"
     threads: 1
