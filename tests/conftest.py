@@ -16,14 +16,15 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from matcond.config import validate_config
+from matcond.execution.jobserver import SERVER_THREADS
 
 # Under pytest-xdist every worker, and every process a test starts (Snakemake, its jobs), runs
 # BLAS and OpenMP on one thread: left alone, each worker's OpenBLAS and torch start a thread
 # per core, and on two cores the workers' threads spin against one another (the workflow's
 # jobs are held to their own `threads` the same way, matcond.execution.jobserver).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        os.environ.setdefault(variable, "1")
+    for variable, value in SERVER_THREADS.items():
+        os.environ.setdefault(variable, value)
     threadpool_limits(1)  # what this worker has loaded already
 
 REPO = Path(__file__).resolve().parents[1]
