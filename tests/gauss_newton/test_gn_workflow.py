@@ -27,8 +27,10 @@ from matcond.gauss_newton import (
     LeakyReLUNet,
     input_covariance,
     linear_gn_spectrum,
+    network_jacobian,
     reference_gn_spectrum,
 )
+from matcond.gauss_newton.reference import data_span_factor
 from matcond.gn_experiments.data import digits_data, make_inputs, whiten
 from matcond.gn_experiments.exp7 import EXP7_MODELS, EXP7_ROW_COLUMNS, exp7_rows, exp7_table
 from matcond.gn_experiments.networks import kaiming_normal, one_hidden_linear
@@ -203,6 +205,36 @@ def test_batchnorm_arms():
         assert torch.allclose(model(samples), training(samples), atol=1e-10)
     spectrum = reference_gn_spectrum(model, x)
     assert spectrum.kappa >= 1 and math.isfinite(spectrum.kappa)
+
+
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_the_data_span_factor_has_the_jacobians_spectrum(batchnorm):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((30, 6)) * [1, 2, 3, 4, 50, 0]  # a constant input, as digits has
+    x[:, 4] = x[:, 0] + x[:, 1]  # and a rank-deficient X
+    model = one_hidden_linear(kaiming_normal([6, 40, 3], seed=1), x, batchnorm)
+    full = reference_gn_spectrum(model, x)
+    spanned = reference_gn_spectrum(model, x, affine=True)
+    jac = network_jacobian(model, x)
+    factor = data_span_factor(jac, x)
+    assert factor.shape == (7 * 3, jac.shape[1])  # (d + 1) k rows instead of n k
+    assert spanned.solver == "reference_data_span" and spanned.reliable and full.reliable
+    assert spanned.rank == full.rank < factor.shape[0]
+    for key in ("kappa", "lambda_max", "lambda_min_nonzero"):
+        assert rel(getattr(spanned, key), getattr(full, key)) < 1e-10, key
+    # independent float64 reference: the nonzero eigenvalues of J^T J / n
+    eig = np.linalg.eigvalsh(jac.numpy().T @ jac.numpy() / len(x))[::-1][: full.rank]
+    assert rel(spanned.kappa, eig[0] / eig[-1]) < 1e-6
+
+
+def test_the_data_span_factor_refuses_a_network_not_affine_in_its_input():
+    x = np.random.default_rng(3).standard_normal((30, 6))
+    relu = LeakyReLUNet(kaiming_normal([6, 40, 3], seed=1), 0.0)
+    with pytest.raises(ValueError, match="not affine in its input"):
+        reference_gn_spectrum(relu, x, affine=True)
+    few = x[:7]  # n <= d + 1: nothing to project, the Jacobian itself
+    jac = network_jacobian(relu, few)
+    assert data_span_factor(jac, few) is jac
 
 
 def test_a_dead_relu_net_is_recorded_as_such(gn_config):
