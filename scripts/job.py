@@ -1,6 +1,8 @@
-"""Snakemake entry point of every rule: the job of rule `snakemake.rule` (matcond.jobs), in the
-warm job server on a local run, else in this process (matcond.execution.jobserver)."""
+"""Every rule's shell command: ``python scripts/job.py LOG`` with the job's request on stdin
+(matcond.execution.client): the job runs on the warm job server of a local run, else here."""
 
-from matcond.execution.jobserver import run_job
+import sys
 
-run_job(snakemake)  # noqa: F821 (Snakemake defines it)
+from matcond.execution.client import main
+
+main(sys.argv)

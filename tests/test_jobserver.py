@@ -20,16 +20,19 @@ import psutil
 import pytest
 import yaml
 
-from matcond.execution.jobserver import (
+from matcond.execution.client import (
     ADDRESS_ENV,
+    NamedList,
+    job_from_request,
+    request_job,
+)
+from matcond.execution.jobserver import (
     PREFIX,
     SERVED_BY,
     SERVER_THREADS,
     STARTUP_SECONDS,
     JobServer,
-    encode_request,
     execute,
-    request_job,
     slurm_group_jobs,
 )
 from matcond.trials import Trial
@@ -45,22 +48,59 @@ def server():
     started.stop()
 
 
-def job(spec: dict, directory: Path, name: str) -> SimpleNamespace:
-    """A training job as Snakemake hands it to scripts/job.py (the attributes it reads)."""
+def request(rule: str, output: dict, log: Path, **fields) -> dict:
+    """A job's request as its shell command sends it (matcond.execution.client.job_request)."""
+    empty = {"entries": [], "named": {}}
+    return {
+        "rule": rule,
+        "input": empty,
+        "output": {"entries": list(output.values()), "named": output},
+        "wildcards": {},
+        "params": {},
+        "threads": 1,
+        "config": {"device": "cpu"},
+        "log": str(log),
+        **fields,
+    }
+
+
+def job(spec: dict, directory: Path, name: str) -> dict:
+    """A training job's request."""
     directory.mkdir(parents=True, exist_ok=True)
     output = {
         "table": str(directory / f"{name}.parquet"),
         "weights": str(directory / f"{name}.safetensors"),
         "benchmark": str(directory / f"{name}.tsv"),
     }
-    return SimpleNamespace(
-        rule="train",
-        params=SimpleNamespace(spec=json.dumps(spec, sort_keys=True)),
-        output=SimpleNamespace(**output),
-        log=[str(directory / f"{name}.log")],
-        threads=1,
-        config={"device": "cpu"},
+    params = {"spec": json.dumps(spec, sort_keys=True)}
+    return request("train", output, directory / f"{name}.log", params=params)
+
+
+def run_here(job: dict) -> None:
+    """Run a job in this process, as the client does without a server."""
+    execute(job_from_request(job))
+
+
+def test_a_request_gives_the_job_what_snakemake_gives_a_script():
+    job = job_from_request(
+        request(
+            "plot",
+            {"png": "f.png", "pdf": "f.pdf"},
+            Path("f.log"),
+            input={"entries": ["a", "b", "c"], "named": {"one": "a", "two": ["b", "c"]}},
+            wildcards={"figure": "fig1"},
+            params={"caption": "text"},
+        )
     )
+    assert list(job.input) == ["a", "b", "c"] and job.input[1] == "b"
+    assert job.input.one == "a" and job.input.two == ["b", "c"]
+    assert dict(job.input.items()) == {"one": "a", "two": ["b", "c"]}
+    assert job.output.png == "f.png" and list(job.output) == ["f.png", "f.pdf"]
+    assert job.wildcards.figure == "fig1" and job.params.caption == "text"
+    assert job.log[0] == "f.log" and job.threads == 1 and job.config == {"device": "cpu"}
+    with pytest.raises(AttributeError):
+        job.output.missing  # noqa: B018
+    assert NamedList(["x"], {"items": "x"}).items() == {"items": "x"}.items()
 
 
 def children(server: JobServer) -> list[psutil.Process]:
@@ -74,27 +114,40 @@ def wait_until(condition, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def test_the_client_imports_no_more_than_the_standard_library():
+    """What every job's shell command starts (scripts/job.py) stays light: no Snakemake, no
+    numpy or torch (a `script:` job imported Snakemake, ~0.1 s of CPU per job)."""
+    code = (
+        "import sys\n"
+        "import matcond.execution.client\n"
+        "heavy = {'snakemake', 'numpy', 'torch', 'pandas', 'threadpoolctl', 'yaml'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
     monkeypatch.setenv(ADDRESS_ENV, server.address)
     served = job(spec, tmp_path / "served", "trial")
     assert request_job(served) == 0
     local = job(spec, tmp_path / "local", "trial")
-    execute(local)
+    run_here(local)
     for key in ("table", "weights"):
         same_file(local, served, key)
-    served_log, local_log = (Path(j.log[0]).read_text() for j in (served, local))
+    served_log, local_log = (Path(j["log"]).read_text() for j in (served, local))
     assert served_log.startswith(f"{SERVED_BY}{server.process.pid} (child ")
     assert "compute_seconds=" in served_log and SERVED_BY not in local_log
     # the benchmark is the training process's own: torch's memory, not the waiting client's
-    bench = pd.read_csv(served.output.benchmark, sep="\t").iloc[0]
+    bench = pd.read_csv(served["output"]["named"]["benchmark"], sep="\t").iloc[0]
     assert bench["max_rss"] > 100 and 0 < bench["compute_s"] <= bench["s"]
     assert bench["cpu_time"] > 0
 
 
-def same_file(local: SimpleNamespace, served: SimpleNamespace, key: str) -> bytes:
+def same_file(local: dict, served: dict, key: str) -> bytes:
     """The bytes of output ``key`` of the local job, asserted equal to the served job's."""
-    mine = Path(getattr(local.output, key)).read_bytes()
-    assert Path(getattr(served.output, key)).read_bytes() == mine, key
+    mine = Path(local["output"]["named"][key]).read_bytes()
+    assert Path(served["output"]["named"][key]).read_bytes() == mine, key
     return mine
 
 
@@ -103,36 +156,35 @@ def test_an_aggregation_served_is_the_same_as_in_process(server, spec, tmp_path,
     monkeypatch.setenv(ADDRESS_ENV, server.address)
     trials = [job({**spec, "seed": seed}, tmp_path / "trials", f"seed{seed}") for seed in (0, 1)]
     for trial in trials:
-        execute(trial)
+        run_here(trial)
     root = tmp_path / "results" / "trials"
     inputs = []
     for trial in trials:  # where a trial table lives: its path spells its spec
-        path = root / f"{Trial(trial.params.spec).path}.parquet"
+        path = root / f"{Trial(trial['params']['spec']).path}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(Path(trial.output.table).read_bytes())
+        path.write_bytes(Path(trial["output"]["named"]["table"]).read_bytes())
         inputs.append(str(path.relative_to(tmp_path)))
 
-    def aggregation(name: str) -> SimpleNamespace:
+    def aggregation(name: str) -> dict:
         out = tmp_path / name
         out.mkdir()
         files = {"parquet": "t.parquet", "csv": "t.csv", "per_trial": "p.parquet"}
-        return SimpleNamespace(
-            rule="aggregate",
-            input=inputs,
-            output=SimpleNamespace(**{k: str(out / v) for k, v in files.items()}),
-            params=SimpleNamespace(swept="[]"),
-            wildcards=SimpleNamespace(experiment="e"),
-            log=[str(out / "job.log")],
-            threads=1,
+        return request(
+            "aggregate",
+            {k: str(out / v) for k, v in files.items()},
+            out / "job.log",
+            input={"entries": inputs, "named": {}},
+            params={"swept": "[]"},
+            wildcards={"experiment": "e"},
         )
 
     monkeypatch.chdir(tmp_path)
     served, local = aggregation("served"), aggregation("local")
     assert request_job(served) == 0
-    execute(local)
+    run_here(local)
     for key in ("parquet", "csv", "per_trial"):
         same_file(local, served, key)
-    assert "2 trials -> " in Path(served.log[0]).read_text()
+    assert "2 trials -> " in Path(served["log"]).read_text()
 
 
 def test_without_a_server_the_caller_runs_the_trial(spec, tmp_path, monkeypatch):
@@ -149,12 +201,12 @@ def test_a_failing_trial_reports_its_status_and_logs_the_traceback(
     monkeypatch.setenv(ADDRESS_ENV, server.address)
     failing = job({**spec, "optimizer": "lbfgs"}, tmp_path, "bad")
     assert request_job(failing) == 1
-    assert "Traceback" in Path(failing.log[0]).read_text()
-    assert not Path(failing.output.table).exists()
+    assert "Traceback" in Path(failing["log"]).read_text()
+    assert not Path(failing["output"]["named"]["table"]).exists()
     assert server.process.poll() is None  # the server goes on
 
 
-def long_trial(spec: dict, tmp_path: Path) -> SimpleNamespace:
+def long_trial(spec: dict, tmp_path: Path) -> dict:
     return job({**spec, "dim": 64, "epochs": 200_000, "record_every": 200_000}, tmp_path, "long")
 
 
@@ -169,7 +221,7 @@ def test_a_job_that_goes_away_before_its_request_leaves_the_server_running(serve
 def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(server.address)
-    conn.sendall(encode_request(long_trial(spec, tmp_path)))
+    conn.sendall(json.dumps({**long_trial(spec, tmp_path), "cwd": os.getcwd()}).encode() + b"\n")
     wait_until(lambda: len(children(server)) == 1)
     conn.close()  # what the job's end (kill, Ctrl-C) does to its connection
     wait_until(lambda: not children(server))
@@ -306,7 +358,7 @@ def test_a_job_runs_its_blas_on_its_own_threads(threads, tmp_path, monkeypatch):
     seen = []
     probe = SimpleNamespace(main=lambda _: seen.extend(threadpool_info()))
     monkeypatch.setitem(sys.modules, "matcond.jobs.probe", probe)
-    execute(SimpleNamespace(rule="probe", log=[str(tmp_path / "probe.log")], threads=threads))
+    run_here(request("probe", {}, tmp_path / "probe.log", threads=threads))
     apis = {pool["internal_api"] for pool in seen}
     assert {"openblas", "openmp"} <= apis, seen
     assert all(pool["num_threads"] == threads for pool in seen), seen

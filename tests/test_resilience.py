@@ -23,6 +23,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+JOB_SCRIPT = str(REPO / "scripts" / "job.py")  # every job's client (workflow/rules/common.smk)
 SEED = 20240611
 # Experiments 1-2 of config/test/config.yaml, 4 seeds (12 trials, 2 tables, figures, claims):
 # the whole small config (50+ trials) takes minutes per run, and this file runs it three times.
@@ -94,8 +95,13 @@ def survivors(session: int) -> list[str]:
 
 
 def running_jobs(session: int) -> int:
-    """Jobs (rule scripts) that the Snakemake of ``session`` is running now."""
-    return sum("/.snakemake/scripts/" in line for line in survivors(session))
+    """Jobs that the Snakemake of ``session`` is running now: their clients, the Python
+    processes of scripts/job.py (not the shells that start them)."""
+    processes = (line.split(maxsplit=2) for line in survivors(session))
+    return sum(
+        len(p) == 3 and "python" in Path(p[1]).name and p[2].startswith(JOB_SCRIPT)
+        for p in processes
+    )
 
 
 def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: float) -> dict:

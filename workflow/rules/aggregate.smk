@@ -22,10 +22,12 @@ rule aggregate:
         mem_mb=2000,
         runtime=10,
     params:
-        swept=swept_json,
-        code=code_fingerprint("aggregate"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "aggregate",
+            swept=swept_json,
+        ),
+    shell:
+        JOB
 
 
 rule divergence:
@@ -51,7 +53,9 @@ rule divergence:
         mem_mb=1000,
         runtime=10,
     params:
-        trials=trials_json,
-        code=code_fingerprint("divergence"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "divergence",
+            trials=trials_json,
+        ),
+    shell:
+        JOB

@@ -25,6 +25,6 @@ rule claims:
         mem_mb=4000,
         runtime=20,
     params:
-        code=code_fingerprint("claims"),
-    script:
-        "../../scripts/job.py"
+        **rule_params("claims"),
+    shell:
+        JOB

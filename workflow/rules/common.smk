@@ -3,6 +3,7 @@ import atexit
 import functools
 import json
 import os
+import shlex
 import sys
 
 from matcond.catalog import FIGURES, config_notes, report_caption
@@ -10,8 +11,9 @@ from matcond.checkpoints import check_checkpoint_paths
 from matcond.claims_check import validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.files import damaged_files, set_aside
+from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
-from matcond.execution.jobserver import ADDRESS_ENV, JobServer, slurm_group_jobs
+from matcond.execution.jobserver import JobServer, slurm_group_jobs
 from matcond.fingerprints import code_fingerprint as _fingerprint, module_path
 from matcond.trials import all_trials, swept_settings
 
@@ -187,6 +189,23 @@ def code_fingerprint(rule):
     """Hash of the rule's job module (matcond.jobs) and of the package modules it imports
     (matcond.fingerprints): editing them reruns the rule."""
     return _fingerprint(module_path(f"matcond.jobs.{rule}"))
+
+
+def rule_params(rule, **params):
+    """The params of rule `rule` (constants or functions of the wildcards), its `code`
+    fingerprint and its `job`: the request that JOB sends (matcond.execution.client)."""
+    return job_params(rule, config, code_fingerprint(rule), **params)
+
+
+# Every rule's shell command: the client with the job's request on stdin. Python of the rules'
+# environment under a software deployment method (--sdm conda), else this Snakemake's own, as
+# Snakemake picks for a `script:`.
+_PYTHON = "python" if workflow.deployment_settings.deployment_method else sys.executable
+_CLIENT = Path(workflow.basedir) / "scripts" / "job.py"
+JOB = (
+    f"{shlex.quote(_PYTHON)} {shlex.quote(str(_CLIENT))} {{log:q}} <<'MATCOND_JOB'\n"
+    "{params.job}\nMATCOND_JOB"
+)
 
 
 def trial_spec(wildcards):

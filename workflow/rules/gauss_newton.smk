@@ -32,11 +32,13 @@ rule gn_trial:
         ),
         runtime=30,
     params:
-        spec=trial_spec,
-        settings=lambda wildcards: GN_TRIAL_SETTINGS[wildcards.part],
-        code=code_fingerprint("gn_trial"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "gn_trial",
+            spec=trial_spec,
+            settings=lambda wildcards: GN_TRIAL_SETTINGS[wildcards.part],
+        ),
+    shell:
+        JOB
 
 
 rule gn_trials_table:
@@ -62,10 +64,12 @@ rule gn_trials_table:
         mem_mb=2000,
         runtime=10,
     params:
-        experiment=lambda wildcards: GN[wildcards.part]["experiment"],
-        code=code_fingerprint("gn_trials_table"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "gn_trials_table",
+            experiment=lambda wildcards: GN[wildcards.part]["experiment"],
+        ),
+    shell:
+        JOB
 
 
 rule gn_sweep:
@@ -92,7 +96,9 @@ rule gn_sweep:
         mem_mb=4000,
         runtime=30,
     params:
-        settings=lambda wildcards: GN_SWEEP_SETTINGS[wildcards.sweep],
-        code=code_fingerprint("gn_sweep"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "gn_sweep",
+            settings=lambda wildcards: GN_SWEEP_SETTINGS[wildcards.sweep],
+        ),
+    shell:
+        JOB

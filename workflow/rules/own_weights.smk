@@ -45,7 +45,9 @@ rule analyse_weights:
         mem_mb=lambda wildcards, input: 1500 + 6 * int(input.size_mb),
         runtime=lambda wildcards, input: 10 + int(input.size_mb) // 100,
     params:
-        settings=CHECKPOINT_SETTINGS,
-        code=code_fingerprint("analyse_weights"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "analyse_weights",
+            settings=CHECKPOINT_SETTINGS,
+        ),
+    shell:
+        JOB

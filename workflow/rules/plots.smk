@@ -20,7 +20,9 @@ rule plot:
         mem_mb=2000,
         runtime=10,
     params:
-        caption=figure_caption,
-        code=code_fingerprint("plot"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "plot",
+            caption=figure_caption,
+        ),
+    shell:
+        JOB

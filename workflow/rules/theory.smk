@@ -20,6 +20,6 @@ rule theory:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_fingerprint("theory"),
-    script:
-        "../../scripts/job.py"
+        **rule_params("theory"),
+    shell:
+        JOB

@@ -19,7 +19,9 @@ rule train:
         mem_mb=train_mem_mb,
         runtime=train_runtime,
     params:
-        spec=trial_spec,
-        code=code_fingerprint("train"),
-    script:
-        "../../scripts/job.py"
+        **rule_params(
+            "train",
+            spec=trial_spec,
+        ),
+    shell:
+        JOB

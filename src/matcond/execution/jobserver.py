@@ -7,16 +7,16 @@ workflow/rules/common.smk): a process that imports every job module (:mod:`matco
 once (and runs its ``warm_up()``, if it has one: the plot job's fills matplotlib's caches,
 the GN sweep's makes torch.func import what it imports on its first call)
 and listens on a Unix socket whose path it publishes in ``$MATCOND_JOB_SERVER``. Every job
-is still one Snakemake job with its own outputs, log, threads and resources; its script
-(scripts/job.py) imports only this module, sends its ``snakemake`` object and waits, and the
-server forks a child that runs exactly what the job would have run in its own process
+is still one Snakemake job with its own outputs, log, threads and resources; its shell
+command (scripts/job.py, :mod:`matcond.execution.client`) sends the job's request and waits,
+and the server forks a child that runs exactly what the job would have run in its own process
 (:func:`execute`) and reports the exit status back.
 
 - A SLURM group job starts a server of its own at parse time (common.smk): its jobs each
   run through ``srun`` and a Snakemake of their own, whose environment names the server.
 - No server (``job_server: false``, a SLURM job of one job, ``--sdm conda``, or the server did
   not come up): the job runs in its own process, with the same result bit for bit.
-- A job whose script is killed (Snakemake cancels it) takes its child with it: the child exits
+- A job whose client is killed (Snakemake cancels it) takes its child with it: the child exits
   when the connection to its job closes. A child killed by a signal (the out-of-memory
   killer) is reported to its job with that signal. Children die with the server, and the
   server with the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is
@@ -29,14 +29,12 @@ server forks a child that runs exactly what the job would have run in its own pr
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import ctypes
 import importlib
 import itertools
 import json
 import os
-import pickle
 import pkgutil
 import shutil
 import signal
@@ -51,9 +49,9 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from matcond.execution.client import job_from_request
 from matcond.execution.joblog import logging_to
 
-ADDRESS_ENV = "MATCOND_JOB_SERVER"
 READY = b"ready\n"
 PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
@@ -83,22 +81,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def run_job(snakemake) -> None:
-    """What scripts/job.py does: run the job of rule ``snakemake.rule`` on the job server if
-    one runs, else here; exit with a message naming the log if it fails."""
-    status = request_job(snakemake)
-    if status is None:
-        execute(snakemake)
-    elif status < 0:
-        sys.exit(
-            f"the job's process on the job server was killed by {signal.Signals(-status).name} "
-            f"(SIGKILL: often the out-of-memory killer); the server goes on; log: "
-            f"{snakemake.log[0]}"
-        )
-    elif status:
-        sys.exit(f"rule {snakemake.rule} failed on the job server: see {snakemake.log[0]}")
-
-
 def execute(snakemake, server_pid: int | None = None) -> None:
     """Run ``matcond.jobs.<rule>.main(snakemake)`` with stderr, and the traceback of any
     error, in the job's log, whose first line names the job server if one runs it.
@@ -112,36 +94,6 @@ def execute(snakemake, server_pid: int | None = None) -> None:
         if server_pid is not None:
             print(f"{SERVED_BY}{server_pid} (child {os.getpid()})", file=sys.stderr)
         module.main(snakemake)
-
-
-def request_job(snakemake) -> int | None:
-    """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
-
-    None if there is no server to ask (the caller then runs the job itself); minus the
-    signal's number if a signal killed the job's process (e.g. SIGKILL from the
-    out-of-memory killer); a server that goes away while the job runs is an error.
-    """
-    address = os.environ.get(ADDRESS_ENV)
-    if not address:
-        return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(address)
-    except OSError:
-        conn.close()
-        return None
-    with conn:
-        conn.sendall(encode_request(snakemake))
-        reply = conn.makefile("rb").readline()
-    if not reply:
-        raise RuntimeError(f"the job server at {address} stopped before the job finished")
-    return int(reply)
-
-
-def encode_request(snakemake) -> bytes:
-    """A job's request line: the working directory and the pickled ``snakemake`` object."""
-    job = base64.b64encode(pickle.dumps(snakemake)).decode()
-    return json.dumps({"cwd": os.getcwd(), "snakemake": job}).encode() + b"\n"
 
 
 def _run_child(conn: socket.socket, request: bytes) -> None:
@@ -158,7 +110,7 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
         threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
         job = json.loads(request)
         os.chdir(job["cwd"])
-        execute(pickle.loads(base64.b64decode(job["snakemake"])), server_pid=os.getppid())
+        execute(job_from_request(job), server_pid=os.getppid())
         status = 0
     except BaseException:  # execute has logged it to the job's log
         pass
@@ -178,8 +130,6 @@ def serve(address: str) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    import snakemake.io  # noqa: F401  (what unpickling a job's snakemake object needs)
-
     import matcond.jobs
 
     for job in pkgutil.iter_modules(matcond.jobs.__path__):  # the imports every child shares

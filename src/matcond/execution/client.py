@@ -1,0 +1,166 @@
+"""A rule's job as its shell command hands it over: to the job server, or run in this process.
+
+Every rule runs ``python scripts/job.py LOG`` with the job's *request* on stdin (its ``job``
+param, :func:`job_params` in workflow/rules/common.smk): a JSON object with the rule, its
+inputs and outputs (in order, and by name), wildcards, params, threads and the config.
+Starting that client costs ~25 ms of CPU: it imports only the standard library, where
+Snakemake's ``script:`` directive starts Python *and* imports Snakemake (~0.1 s per job, the
+bulk of the CPU time outside the jobs of a run of a thousand small jobs). The job itself sees
+what a ``script:`` job sees of its ``snakemake`` object (:func:`job_from_request`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+ADDRESS_ENV = "MATCOND_JOB_SERVER"
+
+
+class NamedList(list):
+    """A list whose named entries are also attributes, as Snakemake's ``Namedlist``:
+    ``output.table``, ``input[0]``, ``for path in input``, ``input.items()``."""
+
+    def __init__(self, entries: list, named: Mapping[str, Any] | None = None):
+        super().__init__(entries)
+        self._named = dict(named or {})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_named"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def items(self):
+        """The named entries, ``(name, value)``, in order."""
+        return self._named.items()
+
+    def keys(self):
+        """The names, in order."""
+        return self._named.keys()
+
+
+def _named_list(namedlist) -> dict[str, Any]:
+    """A Snakemake ``Namedlist`` as JSON: its entries and its named ones."""
+    return {"entries": list(namedlist), "named": dict(namedlist.items())}
+
+
+def job_request(
+    rule: str,
+    params: Mapping[str, Any],
+    wildcards,
+    input,  # noqa: A002 (Snakemake's name)
+    output,
+    threads: int,
+    config: Mapping[str, Any],
+) -> str:
+    """The JSON request of one job: ``params`` already evaluated, the others Snakemake's
+    objects (``Namedlist``) as a params function receives them."""
+    return json.dumps(
+        {
+            "rule": rule,
+            "input": _named_list(input),
+            "output": _named_list(output),
+            "wildcards": dict(wildcards.items()),
+            "params": dict(params),
+            "threads": threads,
+            "config": config,
+        }
+    )
+
+
+def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -> dict:
+    """A rule's params: ``params`` (constants or functions of the wildcards), its ``code``
+    fingerprint, and ``job``, the request (:func:`job_request`) its shell command sends.
+
+    ``job`` reads the job's inputs, outputs and threads, which makes it a *derived* param that
+    Snakemake leaves out of its rerun trigger: the other params decide reruns, as before.
+    """
+    params = {**params, "code": code}
+
+    def evaluate(wildcards) -> dict[str, Any]:
+        return {k: v(wildcards) if callable(v) else v for k, v in params.items()}
+
+    def job(wildcards, input, output, threads) -> str:  # noqa: A002 (Snakemake's names)
+        return job_request(rule, evaluate(wildcards), wildcards, input, output, threads, config)
+
+    return {**params, "job": job}
+
+
+def job_from_request(request: Mapping[str, Any]) -> SimpleNamespace:
+    """What a job's ``main`` reads, from its request: ``rule``, ``input``, ``output``,
+    ``params``, ``wildcards``, ``log`` (``NamedList``), ``threads``, ``config``."""
+
+    def named(key: str) -> NamedList:
+        return NamedList(request[key]["entries"], request[key]["named"])
+
+    def mapping(key: str) -> NamedList:
+        return NamedList(list(request[key].values()), request[key])
+
+    return SimpleNamespace(
+        rule=request["rule"],
+        input=named("input"),
+        output=named("output"),
+        params=mapping("params"),
+        wildcards=mapping("wildcards"),
+        log=NamedList([request["log"]]),
+        threads=request["threads"],
+        config=request["config"],
+    )
+
+
+def request_job(request: Mapping[str, Any]) -> int | None:
+    """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
+
+    None if there is no server to ask (the caller then runs the job itself); minus the
+    signal's number if a signal killed the job's process (e.g. SIGKILL from the
+    out-of-memory killer); a server that goes away while the job runs is an error.
+    """
+    address = os.environ.get(ADDRESS_ENV)
+    if not address:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(address)
+    except OSError:
+        conn.close()
+        return None
+    with conn:
+        conn.sendall(json.dumps({**request, "cwd": os.getcwd()}).encode() + b"\n")
+        reply = conn.makefile("rb").readline()
+    if not reply:
+        raise RuntimeError(f"the job server at {address} stopped before the job finished")
+    return int(reply)
+
+
+def run_job(request: Mapping[str, Any], execute: Callable[[SimpleNamespace], None]) -> None:
+    """Run the job on the job server if one runs, else here with ``execute``; exit with a
+    message naming the log if it fails."""
+    status = request_job(request)
+    if status is None:
+        execute(job_from_request(request))
+    elif status < 0:
+        sys.exit(
+            f"the job's process on the job server was killed by {signal.Signals(-status).name} "
+            f"(SIGKILL: often the out-of-memory killer); the server goes on; log: "
+            f"{request['log']}"
+        )
+    elif status:
+        sys.exit(f"rule {request['rule']} failed on the job server: see {request['log']}")
+
+
+def main(argv: list[str]) -> None:
+    """``scripts/job.py LOG``, the request on stdin."""
+
+    def execute_here(job: SimpleNamespace) -> None:
+        from matcond.execution.jobserver import execute  # the job's imports, only now
+
+        execute(job)
+
+    run_job({**json.loads(sys.stdin.read()), "log": argv[1]}, execute_here)
