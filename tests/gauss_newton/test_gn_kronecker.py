@@ -5,6 +5,7 @@ import torch
 from gn_cases import generator
 
 from matcond.gauss_newton.kronecker import KroneckerSum
+from matcond.gauss_newton.linear import symmetric as symmetric_part
 from matcond.gauss_newton.solvers import restricted_matmat
 
 
@@ -31,6 +32,23 @@ def test_matmat_equals_dense(shape: tuple[int, ...]) -> None:
     op = KroneckerSum([_sym(3, gen), _sym(3, gen)], [_sym(4, gen), _sym(4, gen)])
     vectors = torch.randn(12, *shape, generator=gen, dtype=torch.float64)
     torch.testing.assert_close(op.matmat(vectors), op.dense() @ vectors, rtol=1e-12, atol=1e-12)
+
+
+def test_dense_of_symmetric_factors_is_exactly_symmetric() -> None:
+    """What lets the linear GN solver hand the formed kd x kd form to eigvalsh as it is."""
+    gen = generator(3)
+    symmetric = [
+        symmetric_part(torch.randn(n, n, generator=gen, dtype=torch.float64))
+        for n in (5, 5, 5, 7, 7, 7)
+    ]
+    op = KroneckerSum(symmetric[:3], symmetric[3:])
+    dense = op.dense()
+    assert torch.equal(dense, dense.T)
+    assert torch.equal(dense, sum(torch.kron(a, b) for a, b in zip(op.left, op.right, strict=True)))
+    lopsided = torch.randn(5, 5, generator=gen, dtype=torch.float64)
+    assert not torch.equal(lopsided, lopsided.T)
+    assert torch.equal(symmetric_part(lopsided), symmetric_part(lopsided).T)
+    assert torch.equal(symmetric_part(dense), dense)  # a no-op, bit for bit, on symmetric input
 
 
 def test_congruence() -> None:

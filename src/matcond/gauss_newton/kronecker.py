@@ -50,8 +50,14 @@ class KroneckerSum:
         return out.reshape(-1, a * b).T.reshape(vectors.shape)
 
     def dense(self) -> torch.Tensor:
-        """The ``ab x ab`` matrix (for references and small problems only)."""
-        return sum(torch.kron(lhs, rhs) for lhs, rhs in zip(self.left, self.right, strict=True))
+        """The ``ab x ab`` matrix (for references and small problems only), summed in place;
+        exactly symmetric when every factor is (each entry is then a sum of the same
+        products in the same order as its mirror)."""
+        terms = zip(self.left, self.right, strict=True)
+        out = torch.kron(*next(terms))
+        for lhs, rhs in terms:
+            out += torch.kron(lhs, rhs)
+        return out
 
     def congruence(self, p: torch.Tensor, q: torch.Tensor) -> KroneckerSum:
         """``(P (x) Q)^T G (P (x) Q) = sum_l (P^T A_l P) (x) (Q^T B_l Q)``."""
