@@ -1,9 +1,11 @@
 """Shared fixtures.
 
-The tests run on every core (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml): one
-test file per worker at a time, so a module's fixtures are set up once; what several files
-share is made once per session by whichever worker needs it first (:func:`small_run`) or
-taken in turn (the SLURM test cluster, tests/slurm/conftest.py).
+The tests run on every core (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml: a
+worker per core and one more, :func:`pytest_xdist_auto_num_workers`): one test file per worker
+at a time, so a module's fixtures are set up once, the longest files first
+(:data:`LONGEST_FIRST`); what several files share is made once per session by whichever
+worker needs it first (:func:`small_run`) or taken in turn (the SLURM test cluster,
+tests/slurm/conftest.py).
 """
 
 import fcntl
@@ -29,6 +31,32 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_CONFIG = REPO / "config" / "test" / "config.yaml"
+# The test files that take longest, in that order, go to the workers first (longest processing
+# time first; `--no-loadscope-reorder` in pyproject.toml keeps this order, where pytest-xdist
+# would start the files with the most tests first and these last): the SLURM workflow tests
+# wait on the cluster's status polling for most of their ~2 min, the others run workflows.
+LONGEST_FIRST = (
+    "slurm/test_workflow_slurm.py",
+    "test_resilience.py",
+    "gauss_newton/test_gn_workflow.py",
+    "test_jobserver.py",
+)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Put the files of LONGEST_FIRST first, in its order; the others keep theirs."""
+
+    def rank(item) -> int:
+        path = item.path.relative_to(REPO / "tests").as_posix()
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: a worker per core and one more, which the SLURM tests' waiting leaves the
+    cores to."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture
