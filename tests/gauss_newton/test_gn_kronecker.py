@@ -4,8 +4,8 @@ import pytest
 import torch
 from gn_cases import generator
 
+from matcond.gauss_newton._arrays import symmetric as symmetric_part
 from matcond.gauss_newton.kronecker import KroneckerSum
-from matcond.gauss_newton.linear import symmetric as symmetric_part
 from matcond.gauss_newton.solvers import restricted_matmat
 
 

@@ -1,4 +1,5 @@
-"""Conversion of user inputs (torch tensors or numpy arrays) to float64 torch tensors."""
+"""Conversion of user inputs (torch tensors or numpy arrays) to float64 torch tensors, and
+the small matrix helpers the solvers share."""
 
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ def matrix_rank(matrix: torch.Tensor) -> int:
     if matrix.numel() == 0:
         return 0
     return int(torch.linalg.matrix_rank(matrix))
+
+
+def symmetric(matrix: torch.Tensor) -> torch.Tensor:
+    """``(M + M^T) / 2`` (of each matrix of a batch): exactly symmetric, and ``M`` itself, bit
+    for bit, if ``M`` was."""
+    return (matrix + matrix.mT) / 2

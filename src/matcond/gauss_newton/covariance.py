@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from matcond.gauss_newton._arrays import ArrayLike, as_float64, device_of
+from matcond.gauss_newton._arrays import ArrayLike, as_float64, device_of, symmetric
 from matcond.gauss_newton.spectrum import EPS
 
 
@@ -86,7 +86,7 @@ def input_covariance(
         cov = as_float64(sigma, device)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
             raise ValueError(f"sigma must be square, got shape {tuple(cov.shape)}")
-        values, vectors = torch.linalg.eigh((cov + cov.T) / 2)
+        values, vectors = torch.linalg.eigh(symmetric(cov))
         keep = values > cov.shape[0] * EPS * values.max()
         eigenvalues, basis = values[keep].flip(0), vectors[:, keep].flip(1)
     if eigenvalues.numel() == 0:

@@ -42,6 +42,7 @@ from matcond.gauss_newton._arrays import (
     as_float64_list,
     device_of,
     matrix_rank,
+    symmetric,
 )
 from matcond.gauss_newton.covariance import InputCovariance, input_covariance
 from matcond.gauss_newton.kronecker import KroneckerSum
@@ -80,11 +81,6 @@ def check_chain(weights: Sequence[torch.Tensor]) -> None:
             raise ValueError(f"weight {index} is not a matrix: shape {tuple(weight.shape)}")
         if index and weight.shape[1] != weights[index - 1].shape[0]:
             raise ValueError(f"weight {index} ({tuple(weight.shape)}) does not chain")
-
-
-def symmetric(matrix: torch.Tensor) -> torch.Tensor:
-    """``(M + M^T) / 2``: exactly symmetric, and ``M`` itself, bit for bit, if ``M`` was."""
-    return (matrix + matrix.T) / 2
 
 
 def partial_products(

@@ -27,6 +27,7 @@ import torch
 from scipy.linalg import eigh_tridiagonal
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
+from matcond.gauss_newton._arrays import symmetric
 from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.spectrum import EPS
 
@@ -49,7 +50,7 @@ class Extremes:
 
 def dense_eigenvalues(matrix: torch.Tensor) -> torch.Tensor:
     """All eigenvalues (ascending) of a symmetric matrix, symmetrised against rounding."""
-    return torch.linalg.eigvalsh((matrix + matrix.T) / 2)
+    return torch.linalg.eigvalsh(symmetric(matrix))
 
 
 def kronecker_sum_extremes(
@@ -88,14 +89,14 @@ def block_diag_eigenvalues(
 
     The blocks ``a_i B + C`` are diagonalised in batches of at most ``max_batch_bytes``.
     """
-    a_eigs = torch.linalg.eigvalsh((a + a.T) / 2)
+    a_eigs = torch.linalg.eigvalsh(symmetric(a))
     block = b.shape[0]
     per_batch = max(1, max_batch_bytes // (8 * block * block))
     out = []
     for start in range(0, a_eigs.numel(), per_batch):
         scales = a_eigs[start : start + per_batch]
         blocks = scales[:, None, None] * b + c
-        out.append(torch.linalg.eigvalsh((blocks + blocks.mT) / 2).flatten())
+        out.append(torch.linalg.eigvalsh(symmetric(blocks)).flatten())
     return torch.cat(out)
 
 
