@@ -49,7 +49,7 @@ def server():
 
 
 def request(rule: str, output: dict, log: Path, **fields) -> dict:
-    """A job's request as its shell command sends it (matcond.execution.client.job_request)."""
+    """A job's request as its shell command sends it (matcond.execution.client.job_params)."""
     empty = {"entries": [], "named": {}}
     return {
         "rule": rule,

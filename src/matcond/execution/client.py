@@ -1,8 +1,9 @@
 """A rule's job as its shell command hands it over: to the job server, or run in this process.
 
 Every rule runs ``python scripts/job.py LOG`` with the job's *request* on stdin (its ``job``
-param, :func:`job_params` in workflow/rules/common.smk): a JSON object with the rule, its
-inputs and outputs (in order, and by name), wildcards, params, threads and the config.
+param, :func:`job_params`, through ``rule_params`` in workflow/rules/common.smk): a JSON
+object with the rule, its inputs and outputs (in order, and by name), wildcards, params,
+threads and the config.
 Starting that client costs ~25 ms of CPU: it imports only the standard library, where
 Snakemake's ``script:`` directive starts Python *and* imports Snakemake (~0.1 s per job, the
 bulk of the CPU time outside the jobs of a run of a thousand small jobs). The job itself sees
@@ -51,33 +52,10 @@ def _named_list(namedlist) -> dict[str, Any]:
     return {"entries": list(namedlist), "named": dict(namedlist.items())}
 
 
-def job_request(
-    rule: str,
-    params: Mapping[str, Any],
-    wildcards,
-    input,  # noqa: A002 (Snakemake's name)
-    output,
-    threads: int,
-    config: Mapping[str, Any],
-) -> str:
-    """The JSON request of one job: ``params`` already evaluated, the others Snakemake's
-    objects (``Namedlist``) as a params function receives them."""
-    return json.dumps(
-        {
-            "rule": rule,
-            "input": _named_list(input),
-            "output": _named_list(output),
-            "wildcards": dict(wildcards.items()),
-            "params": dict(params),
-            "threads": threads,
-            "config": config,
-        }
-    )
-
-
 def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -> dict:
     """A rule's params: ``params`` (constants or functions of the wildcards), its ``code``
-    fingerprint, and ``job``, the request (:func:`job_request`) its shell command sends.
+    fingerprint, and ``job``, the JSON request its shell command sends (the params evaluated,
+    Snakemake's ``Namedlist`` objects as entries and named entries).
 
     ``job`` reads the job's inputs, outputs and threads, which makes it a *derived* param that
     Snakemake leaves out of its rerun trigger: the other params decide reruns, as before.
@@ -88,7 +66,17 @@ def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -
         return {k: v(wildcards) if callable(v) else v for k, v in params.items()}
 
     def job(wildcards, input, output, threads) -> str:  # noqa: A002 (Snakemake's names)
-        return job_request(rule, evaluate(wildcards), wildcards, input, output, threads, config)
+        return json.dumps(
+            {
+                "rule": rule,
+                "input": _named_list(input),
+                "output": _named_list(output),
+                "wildcards": dict(wildcards.items()),
+                "params": evaluate(wildcards),
+                "threads": threads,
+                "config": config,
+            }
+        )
 
     return {**params, "job": job}
 
