@@ -40,6 +40,23 @@ def test_median_of_finite_is_numpys_median_bit_for_bit(size):
     )
 
 
+@pytest.mark.parametrize("statistic", [np.mean, median_of_finite])
+def test_intervals_do_not_depend_on_how_groups_are_blocked(statistic, monkeypatch):
+    """Groups go to scipy in blocks (GROUPS_PER_CALL) and resamples in batches
+    (VALUES_PER_BATCH): neither may change an interval, the percentile fallback included."""
+    rng = np.random.default_rng(3)
+    samples = rng.lognormal(sigma=2.0, size=(7, 10))
+    samples[4] = 2.5  # degenerate: BCa undefined, percentile interval
+    whole = np.array(bootstrap_ci([samples], statistic))
+    monkeypatch.setattr("matcond.stats.GROUPS_PER_CALL", 3)  # blocks of 3, 2 and 2 groups
+    monkeypatch.setattr("matcond.stats.VALUES_PER_BATCH", 170)
+    assert np.array_equal(np.array(bootstrap_ci([samples], statistic)), whole)
+    low, high = whole
+    assert (low[4], high[4]) == (2.5, 2.5)
+    assert np.all(np.delete(low < statistic(samples, axis=-1), 4))
+    assert np.all(np.delete(high > statistic(samples, axis=-1), 4))
+
+
 def test_bootstrap_interval_of_the_median_covers_the_true_median_at_about_the_nominal_rate():
     """A seeded simulation: 400 samples of 15 heavy-tailed (log-normal) values; the true
     median is 1. A 95 % interval should cover it in about 95 % of samples (the median's
