@@ -34,12 +34,17 @@ SMALL_CONFIG = REPO / "config" / "test" / "config.yaml"
 # The test files that take longest, in that order, go to the workers first (longest processing
 # time first; `--no-loadscope-reorder` in pyproject.toml keeps this order, where pytest-xdist
 # would start the files with the most tests first and these last): the SLURM workflow tests
-# wait on the cluster's status polling for most of their ~2 min, the others run workflows.
+# wait on the cluster's status polling for most of their ~2.5 min, the others run workflows
+# (20-120 s each on two cores; a long file started last would run on alone at the end).
 LONGEST_FIRST = (
     "slurm/test_workflow_slurm.py",
     "test_resilience.py",
     "gauss_newton/test_gn_workflow.py",
     "test_jobserver.py",
+    "test_workflow.py",
+    "test_config_files.py",
+    "test_fingerprints.py",
+    "test_checkpoints.py",
 )
 
 
