@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from matcond.components import compare, component_names, relative_error
+from matcond.components import compare, component_names, relative_error, singular_values
 
 THRESHOLDS = (0.001, 0.01, 0.1)
 
@@ -128,6 +128,23 @@ def test_closed_forms_on_a_diagonal_matrix():
 def test_identical_matrices_have_zero_error():
     t = np.random.default_rng(1).standard_normal((4, 4))
     assert all(c.error == 0.0 for c in compare(t.copy(), t))
+
+
+def values(comparisons) -> np.ndarray:
+    return np.array([(c.trained, c.target, c.error) for c in comparisons])
+
+
+def test_a_given_target_spectrum_and_a_missing_target_change_nothing():
+    """A trial hands compare() its target's singular values once; a matrix without a target
+    is described by the same trained values as when compared with a copy of itself."""
+    rng = np.random.default_rng(2)
+    w, t = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    t[:, 3] = t[:, 2]  # rank deficient: kappa(t) = inf, the pseudo-condition cut at rank 3
+    given = compare(w, t, target_singular_values=singular_values(t))
+    np.testing.assert_array_equal(values(given), values(compare(w, t)))
+    alone, with_copy = values(compare(w, None)), values(compare(w, w.copy()))
+    np.testing.assert_array_equal(alone[:, 0], with_copy[:, 0])
+    assert np.all(np.isnan(alone[:, 1:]))
 
 
 def test_diverged_weights_give_nan_everywhere():

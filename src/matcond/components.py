@@ -130,11 +130,14 @@ def compare(
     *,
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
+    target_singular_values: np.ndarray | None = None,
 ) -> list[ComponentError]:
     """Every component of ``trained`` against the same component of ``target``.
 
     With ``target=None`` (a matrix that has no target, e.g. one layer of a deep linear net)
-    only the trained values are given; targets and errors are NaN.
+    only the trained values are given; targets and errors are NaN. ``target_singular_values``
+    are :func:`singular_values` of ``target`` where the caller has them (a trial compares
+    every recorded matrix with one fixed target).
     """
     w = np.asarray(trained, dtype=np.float64)
     if target is None:
@@ -152,7 +155,11 @@ def compare(
             ComponentError(name, nan, nan, nan)
             for name in component_names(effective_rank_thresholds)
         ]
-    sw, st = singular_values(w), singular_values(t)
+    sw = singular_values(w)
+    if target_singular_values is not None:
+        st = np.asarray(target_singular_values, dtype=np.float64)
+    else:  # a matrix compared with itself (no target, above) has one spectrum
+        st = sw if t is w else singular_values(t)
     target_rank = numerical_rank(st, rank_rtol)
 
     def scalar(name: str, a: float, b: float) -> ComponentError:

@@ -12,6 +12,7 @@ gives byte-identical files on the CPU.
 
 from __future__ import annotations
 
+import functools
 import json
 import resource
 import sys
@@ -58,8 +59,8 @@ def gradient_signal(weight: np.ndarray, gradient: np.ndarray) -> np.ndarray:
     return np.abs(np.einsum("ji,jk,ik->i", u, gradient, vh))
 
 
-def _spectrum_rows(weight, target, gradient):
-    s, s_star = singular_values(weight), singular_values(target)
+def _spectrum_rows(weight, s_star, gradient):
+    s = singular_values(weight)
     signal = gradient_signal(weight, gradient)
     for i in range(s.size):
         yield (
@@ -80,6 +81,12 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
     """
     targets = teacher_weights(spec)
     rows = []
+
+    @functools.cache
+    def target_spectrum(name: str) -> np.ndarray | None:
+        """The singular values of the target of matrix ``name`` (None without one), once."""
+        return singular_values(targets[name]) if name in targets else None
+
     stages = {"target": targets}
 
     def on_record(epoch, matrices, loss, gradient) -> None:
@@ -91,12 +98,13 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
                 targets.get(name),
                 effective_rank_thresholds=spec["effective_rank_thresholds"],
                 rank_rtol=spec["rank_rtol"],
+                target_singular_values=target_spectrum(name),
             )
             rows.extend(
                 (name, epoch, c.component, c.trained, c.target, c.error, loss) for c in comparisons
             )
         if gradient is not None:
-            spectrum = _spectrum_rows(matrices["product"], targets["product"], gradient)
+            spectrum = _spectrum_rows(matrices["product"], target_spectrum("product"), gradient)
             rows.extend(("product", epoch, *row, loss) for row in spectrum)
 
     outcome = train(spec, targets, device, on_record)
