@@ -45,16 +45,18 @@ def test_intervals_do_not_depend_on_how_groups_are_blocked(statistic, monkeypatc
     """Groups go to scipy in blocks (GROUPS_PER_CALL) and resamples in batches
     (VALUES_PER_BATCH): neither may change an interval, the percentile fallback included."""
     rng = np.random.default_rng(3)
-    samples = rng.lognormal(sigma=2.0, size=(7, 10))
-    samples[4] = 2.5  # degenerate: BCa undefined, percentile interval
+    samples = rng.lognormal(sigma=2.0, size=(11, 10))
+    degenerate = [1, 4, 5, 9]  # all values equal: BCa undefined, percentile interval
+    samples[degenerate] = np.arange(1.0, 5.0)[:, None]
     whole = np.array(bootstrap_ci([samples], statistic))
-    monkeypatch.setattr("matcond.stats.GROUPS_PER_CALL", 3)  # blocks of 3, 2 and 2 groups
+    monkeypatch.setattr("matcond.stats.GROUPS_PER_CALL", 3)  # BCa 3, 3, 3, 2; percentile 2, 2
     monkeypatch.setattr("matcond.stats.VALUES_PER_BATCH", 170)
     assert np.array_equal(np.array(bootstrap_ci([samples], statistic)), whole)
     low, high = whole
-    assert (low[4], high[4]) == (2.5, 2.5)
-    assert np.all(np.delete(low < statistic(samples, axis=-1), 4))
-    assert np.all(np.delete(high > statistic(samples, axis=-1), 4))
+    assert np.array_equal(low[degenerate], [1, 2, 3, 4])
+    assert np.array_equal(high[degenerate], [1, 2, 3, 4])
+    assert np.all(np.delete(low < statistic(samples, axis=-1), degenerate))
+    assert np.all(np.delete(high > statistic(samples, axis=-1), degenerate))
 
 
 def test_bootstrap_interval_of_the_median_covers_the_true_median_at_about_the_nominal_rate():

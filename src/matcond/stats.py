@@ -149,13 +149,17 @@ def bootstrap_ci(
         return np.array(ci.low, dtype=float), np.array(ci.high, dtype=float)
 
     groups = [s.reshape(-1, s.shape[-1]) for s in samples]
-    blocks = np.array_split(np.arange(len(groups[0])), -(-len(groups[0]) // GROUPS_PER_CALL))
-    low, high = np.empty(len(groups[0])), np.empty(len(groups[0]))
-    for block in blocks:
-        low[block], high[block] = run("BCa", [g[block] for g in groups])
+
+    def in_blocks(method: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        low, high = np.empty(rows.size), np.empty(rows.size)
+        for block in np.array_split(np.arange(rows.size), -(-rows.size // GROUPS_PER_CALL)):
+            low[block], high[block] = run(method, [g[rows[block]] for g in groups])
+        return low, high
+
+    low, high = in_blocks("BCa", np.arange(len(groups[0])))
     bad = ~(np.isfinite(low) & np.isfinite(high))
     if np.any(bad):
-        low[bad], high[bad] = run("percentile", [g[bad] for g in groups])
+        low[bad], high[bad] = in_blocks("percentile", np.flatnonzero(bad))
     return low.reshape(batch), high.reshape(batch)
 
 
