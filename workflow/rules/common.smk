@@ -1,6 +1,5 @@
 # Config validation, trial enumeration, the targets and the helpers every rule uses.
 import atexit
-import functools
 import json
 import os
 import shlex
@@ -14,7 +13,7 @@ from matcond.files import damaged_files, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
-from matcond.fingerprints import code_fingerprint as _fingerprint, module_path
+from matcond.fingerprints import code_fingerprint, module_path
 from matcond.trials import all_trials, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
@@ -184,17 +183,13 @@ wildcard_constraints:
     figure="|".join(DRAWN),
 
 
-@functools.cache
-def code_fingerprint(rule):
-    """Hash of the rule's job module (matcond.jobs) and of the package modules it imports
-    (matcond.fingerprints): editing them reruns the rule."""
-    return _fingerprint(module_path(f"matcond.jobs.{rule}"))
-
-
 def rule_params(rule, **params):
     """The params of rule `rule` (constants or functions of the wildcards), its `code`
-    fingerprint and its `job`: the request that JOB sends (matcond.execution.client)."""
-    return job_params(rule, config, code_fingerprint(rule), **params)
+    fingerprint (the hash of its job module, matcond.jobs.<rule>, and of the package modules
+    that imports, matcond.fingerprints: editing them reruns the rule) and its `job`: the
+    request that JOB sends (matcond.execution.client)."""
+    code = code_fingerprint(module_path(f"matcond.jobs.{rule}"))
+    return job_params(rule, config, code, **params)
 
 
 # Every rule's shell command: the client with the job's request on stdin. Python of the rules'
