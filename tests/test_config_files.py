@@ -32,7 +32,7 @@ def write(path: Path, config: dict) -> str:
 
 def test_a_config_file_runs_exactly_what_it_lists(tmp_path):
     rules, out = dry_run(tmp_path, "--configfile", write(tmp_path / "c.yaml", TINY_EXP1))
-    assert rules.count("train") == 2
+    assert rules.count("train") == 1  # one block of its two seeds
     assert len(rules) <= 20
     assert rules.count("aggregate") == 1 and "results/tables/exp1_dimension.parquet" in out
     assert "gn_sweep" not in rules
@@ -40,17 +40,17 @@ def test_a_config_file_runs_exactly_what_it_lists(tmp_path):
 
 def test_config_keys_stay_overridable_on_the_command_line(tmp_path):
     config = write(tmp_path / "c.yaml", TINY_EXP1)
-    rules, out = dry_run(tmp_path, "--configfile", config, "--config", "device=cpu")
-    assert rules.count("train") == 2
+    rules, out = dry_run(tmp_path, "--configfile", config, "--config", "block_size=1")
+    assert rules.count("train") == 2  # a block per seed
     _, out = dry_run(tmp_path, "--configfile", config, "--config", "job_server=False", "-p")
     assert "/d4/" in out and "/d64/" not in out
 
 
 def test_several_config_files_merge_in_order(tmp_path):
-    more = {"experiments": {"exp1_dimension": {"seeds": 3}}}
+    more = {"experiments": {"exp1_dimension": {"seeds": 3}}, "block_size": 2}
     files = [write(tmp_path / "a.yaml", TINY_EXP1), write(tmp_path / "b.yaml", more)]
     rules, _ = dry_run(tmp_path, "--configfile", *files)
-    assert rules.count("train") == 3
+    assert rules.count("train") == 2  # seeds 0-1 and 2
 
 
 def test_without_a_config_file_the_paper_config_runs(tmp_path):

@@ -16,10 +16,12 @@ from matcond.files import (
     DamagedFileError,
     damaged_files,
     file_problem,
+    file_record,
     load_weights,
     read_parquet,
-    read_trial,
+    read_trials,
     set_aside,
+    write_manifest,
     write_parquet,
 )
 from matcond.run import write_table, write_weights
@@ -28,6 +30,30 @@ from matcond.trials import Trial, canonical
 
 def trial_of(spec: dict) -> Trial:
     return Trial(json.dumps(canonical(spec), sort_keys=True))
+
+
+def block_request(trials: list[Trial]) -> str:
+    """The request JSON of a block of ``trials`` of one setting, saving no weights."""
+    cell = {k: v for k, v in trials[0].spec.items() if k != "seed"}
+    return json.dumps(
+        {"spec": cell, "seeds": [t.seed for t in trials], "save_weights": []}, sort_keys=True
+    )
+
+
+def write_block(results, trials: list[Trial], table: pd.DataFrame):
+    """Each trial's table and the block's manifest, as a training job writes them; returns
+    the block's path below results/trials and its manifest."""
+    directory = results / "trials" / trials[0].cell
+    directory.mkdir(parents=True, exist_ok=True)
+    records = {}
+    for trial in trials:
+        path = directory / f"seed{trial.seed}.parquet"
+        write_table(table, trial.spec, path)
+        files = {path.name: file_record(path)}
+        records[f"seed{trial.seed}"] = {"diverged_epoch": None, "files": files}
+    manifest = directory / "seeds0-3.json"
+    write_manifest(manifest, json.loads(block_request(trials)), records)
+    return f"{trials[0].cell}/seeds0-3", manifest
 
 
 @pytest.fixture
@@ -59,15 +85,26 @@ def test_truncated_parquet_and_directory_are_named(tmp_path, table):
 
 
 def test_trial_file_must_hold_the_trial_its_path_names(tmp_path, spec, table):
-    root = tmp_path / "trials"
+    results = tmp_path / "results"
     mine, other = trial_of(spec), trial_of({**spec, "seed": 1})
-    for trial in (mine, other):
-        (root / trial.path).parent.mkdir(parents=True, exist_ok=True)
-        write_table(table, trial.spec, root / f"{trial.path}.parquet")
-    assert len(read_trial(root / f"{mine.path}.parquet", root)) == len(table)
-    (root / f"{mine.path}.parquet").write_bytes((root / f"{other.path}.parquet").read_bytes())
+    _, manifest = write_block(results, [mine, other], table)
+    root = results / "trials"
+    both = read_trials([manifest], [mine.path, other.path], root)
+    assert both.equals(pd.concat([table, table], ignore_index=True))
+    mine_file, other_file = (root / f"{t.path}.parquet" for t in (mine, other))
+    mine_file.write_bytes(other_file.read_bytes())  # the same size: only the SHA-256 sees it
+    with pytest.raises(DamagedFileError, match="checksum mismatch"):
+        read_trials([manifest], [mine.path], root)
+    # with the manifest's record made to match, the spec inside still names the other trial
+    write_block(results, [mine, other], table)
+    mine_file.write_bytes(other_file.read_bytes())
+    stored = json.loads(manifest.read_text())
+    stored["trials"]["seed0"]["files"]["seed0.parquet"] = file_record(mine_file)
+    write_manifest(manifest, stored["block"], stored["trials"])
     with pytest.raises(DamagedFileError, match=f"holds the trial {other.path}, not {mine.path}"):
-        read_trial(root / f"{mine.path}.parquet", root)
+        read_trials([manifest], [mine.path], root)
+    with pytest.raises(DamagedFileError, match="listed in none of the manifests"):
+        read_trials([], [mine.path], root)
 
 
 def test_weights_checked_against_digest_and_spec(tmp_path, spec):
@@ -120,22 +157,66 @@ def test_csv_and_html(tmp_path, table):
 
 
 def test_stale_settings_are_damage_and_set_aside_keeps_every_copy(tmp_path, spec, table):
-    """A trial computed with another rank_rtol (not in its path) no longer matches the config;
-    setting it aside twice keeps both copies."""
+    """A block computed with another rank_rtol (not in its path) no longer matches the config:
+    its manifest and its trial files are set aside; setting aside twice keeps both copies."""
     results = tmp_path / "results"
     old, new = trial_of(spec), trial_of({**spec, "rank_rtol": 1e-6})
     assert old.path == new.path
+    block, manifest = write_block(results, [old], table)
     path = results / "trials" / f"{old.path}.parquet"
-    path.parent.mkdir(parents=True)
-    write_table(table, old.spec, path)
-    assert damaged_files(results, {old.path: old.spec_json}, []) == {}
-    found = damaged_files(results, {new.path: new.spec_json}, [])
-    assert found == {path: "computed with other settings (rank_rtol)"}
+    assert damaged_files(results, {block: block_request([old])}, []) == {}
+    found = damaged_files(results, {block: block_request([new])}, [])
+    problem = "computed with other settings (rank_rtol)"
+    assert found == {manifest: problem, path: problem}
     first = set_aside(path, results)
     write_table(table, old.spec, path)
     second = set_aside(path, results)
     assert first != second and first.exists() and second.exists() and not path.exists()
     assert first.parent == results / "damaged" / "trials" / old.cell
+
+
+def test_a_missing_or_resized_trial_file_sets_its_block_aside(tmp_path, spec, table):
+    results = tmp_path / "results"
+    trials = [trial_of({**spec, "seed": s}) for s in (0, 1)]
+    block, manifest = write_block(results, trials, table)
+    request = {block: block_request(trials)}
+    first, second = (results / "trials" / f"{t.path}.parquet" for t in trials)
+    first.unlink()
+    assert damaged_files(results, request, []) == {
+        manifest: "its trial files seed0.parquet are missing or altered"
+    }
+    write_block(results, trials, table)
+    second.write_bytes(second.read_bytes()[:-10])
+    found = damaged_files(results, request, [])
+    assert found[manifest] == "its trial files seed1.parquet are missing or altered"
+    assert found[second] == "not the file its block's manifest lists (another size)"
+    assert first not in found
+    # a same-size swap (another seed's table): only the SHA-256 tells, before any job
+    write_block(results, trials, table)
+    first.write_bytes(second.read_bytes())
+    assert damaged_files(results, request, [])[first] == (
+        "not the file its block's manifest lists (checksum mismatch)"
+    )
+    # another seed list: the block is trained again
+    write_block(results, trials, table)
+    assert (
+        "made for seeds [0, 1]"
+        in damaged_files(results, {block: block_request(trials[:1])}, [])[manifest]
+    )
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"{", b'{"block": 1}', b"[" * 100_000, b'{"block": {"spec": 1, "seeds": []}}']
+)
+def test_a_damaged_manifest_is_named_not_a_crash(tmp_path, spec, table, content):
+    results = tmp_path / "results"
+    block, manifest = write_block(results, [trial_of(spec)], table)
+    manifest.write_bytes(content)
+    found = damaged_files(results, {block: block_request([trial_of(spec)])}, [])
+    assert list(found) == [manifest]
+    assert found[manifest] == "empty file" or found[manifest].startswith(
+        ("not a block manifest", "made for another setting")
+    )
 
 
 def test_a_table_computed_with_other_settings_is_damage(tmp_path, table):
@@ -158,8 +239,11 @@ def test_a_table_computed_with_other_settings_is_damage(tmp_path, table):
 def test_a_foreign_spec_is_damage_not_a_crash(tmp_path, spec, table):
     results = tmp_path / "results"
     trial = trial_of(spec)
+    _, manifest = write_block(results, [trial], table)
     path = results / "trials" / f"{trial.path}.parquet"
-    path.parent.mkdir(parents=True)
     write_parquet(table, path, {"matcond.spec": '{"dim": 8}'})
-    found = damaged_files(results, {trial.path: trial.spec_json}, [])
-    assert found[path].startswith("unreadable trial spec in its metadata (KeyError")
+    stored = json.loads(manifest.read_text())
+    stored["trials"]["seed0"]["files"]["seed0.parquet"] = file_record(path)
+    write_manifest(manifest, stored["block"], stored["trials"])
+    with pytest.raises(DamagedFileError, match=r"unreadable trial spec in its metadata \(KeyError"):
+        read_trials([manifest], [trial.path], results / "trials")

@@ -64,16 +64,22 @@ def request(rule: str, output: dict, log: Path, **fields) -> dict:
     }
 
 
-def job(spec: dict, directory: Path, name: str) -> dict:
-    """A training job's request."""
-    directory.mkdir(parents=True, exist_ok=True)
-    output = {
-        "table": str(directory / f"{name}.parquet"),
-        "weights": str(directory / f"{name}.safetensors"),
-        "benchmark": str(directory / f"{name}.tsv"),
-    }
-    params = {"spec": json.dumps(spec, sort_keys=True)}
-    return request("train", output, directory / f"{name}.log", params=params)
+def job(spec: dict, directory: Path, name: str, seeds: tuple[int, ...] = ()) -> dict:
+    """A training job's request: the block of ``seeds`` (else the spec's seed) of the setting
+    of ``spec``, saving their weights; its files go to ``directory``/``name``/."""
+    out = directory / name
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = list(seeds) or [spec["seed"]]
+    cell = {k: v for k, v in spec.items() if k != "seed"}
+    block = {"spec": cell, "seeds": seeds, "save_weights": seeds}
+    output = {"manifest": str(out / "seeds0-15.json"), "benchmark": str(out / "bench.tsv")}
+    params = {"block": json.dumps(block, sort_keys=True)}
+    return request("train", output, out / "job.log", params=params)
+
+
+def trial_file(job: dict, seed: int, suffix: str) -> Path:
+    """Where a training job writes a trial's file: beside its manifest."""
+    return Path(job["output"]["named"]["manifest"]).with_name(f"seed{seed}{suffix}")
 
 
 def run_here(job: dict) -> None:
@@ -133,8 +139,10 @@ def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
     assert request_job(served) == 0
     local = job(spec, tmp_path / "local", "trial")
     run_here(local)
-    for key in ("table", "weights"):
-        same_file(local, served, key)
+    for suffix in (".parquet", ".safetensors"):
+        mine = trial_file(local, spec["seed"], suffix).read_bytes()
+        assert trial_file(served, spec["seed"], suffix).read_bytes() == mine, suffix
+    same_file(local, served, "manifest")
     served_log, local_log = (Path(j["log"]).read_text() for j in (served, local))
     assert served_log.startswith(f"{SERVED_BY}{server.process.pid} (child ")
     assert "compute_seconds=" in served_log and SERVED_BY not in local_log
@@ -154,16 +162,11 @@ def same_file(local: dict, served: dict, key: str) -> bytes:
 def test_an_aggregation_served_is_the_same_as_in_process(server, spec, tmp_path, monkeypatch):
     """Not only trials: any rule's job (here `aggregate`) gives the same bytes either way."""
     monkeypatch.setenv(ADDRESS_ENV, server.address)
-    trials = [job({**spec, "seed": seed}, tmp_path / "trials", f"seed{seed}") for seed in (0, 1)]
-    for trial in trials:
-        run_here(trial)
-    root = tmp_path / "results" / "trials"
-    inputs = []
-    for trial in trials:  # where a trial table lives: its path spells its spec
-        path = root / f"{Trial(trial['params']['spec']).path}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(Path(trial["output"]["named"]["table"]).read_bytes())
-        inputs.append(str(path.relative_to(tmp_path)))
+    cell = Trial(json.dumps(spec, sort_keys=True)).cell
+    block = job(spec, tmp_path / "results" / "trials", cell, seeds=(0, 1))
+    run_here(block)
+    inputs = [str(Path(block["output"]["named"]["manifest"]).relative_to(tmp_path))]
+    trials = json.dumps({cell: [0, 1]})
 
     def aggregation(name: str) -> dict:
         out = tmp_path / name
@@ -174,7 +177,7 @@ def test_an_aggregation_served_is_the_same_as_in_process(server, spec, tmp_path,
             {k: str(out / v) for k, v in files.items()},
             out / "job.log",
             input={"entries": inputs, "named": {}},
-            params={"swept": "[]"},
+            params={"swept": "[]", "trials": trials},
             wildcards={"experiment": "e"},
         )
 
@@ -192,7 +195,7 @@ def test_without_a_server_the_caller_runs_the_trial(spec, tmp_path, monkeypatch)
     assert request_job(job(spec, tmp_path, "a")) is None
     monkeypatch.setenv(ADDRESS_ENV, str(tmp_path / "gone.sock"))  # a server that stopped
     assert request_job(job(spec, tmp_path, "b")) is None
-    assert not list(tmp_path.glob("*.parquet"))
+    assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_a_failing_trial_reports_its_status_and_logs_the_traceback(
@@ -202,7 +205,8 @@ def test_a_failing_trial_reports_its_status_and_logs_the_traceback(
     failing = job({**spec, "optimizer": "lbfgs"}, tmp_path, "bad")
     assert request_job(failing) == 1
     assert "Traceback" in Path(failing["log"]).read_text()
-    assert not Path(failing["output"]["named"]["table"]).exists()
+    assert not trial_file(failing, spec["seed"], ".parquet").exists()
+    assert not Path(failing["output"]["named"]["manifest"]).exists()
     assert server.process.poll() is None  # the server goes on
 
 
@@ -225,7 +229,7 @@ def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
     wait_until(lambda: len(children(server)) == 1)
     conn.close()  # what the job's end (kill, Ctrl-C) does to its connection
     wait_until(lambda: not children(server))
-    assert not list(tmp_path.glob("*.parquet"))
+    assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_a_killed_trial_is_reported_with_its_signal(server, spec, tmp_path, monkeypatch):

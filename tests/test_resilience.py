@@ -2,12 +2,13 @@
 
 A run killed several times (SIGINT and SIGKILL to its whole process group, at seeded random
 moments) and then resumed ends with the same bytes as an uninterrupted run, leaves no temp
-file, and the resume recomputes only the trials that had not finished. After a SIGKILL,
+file, and the resume recomputes only the blocks of seeds that had not finished. After a SIGKILL,
 Snakemake leaves its lock and incomplete-output markers: each restart runs `--unlock` first
 and uses `--rerun-incomplete`. Trials are also byte-identical under `--cores 1` and `--cores 2`.
 """
 
 import base64
+import json
 import os
 import random
 import re
@@ -37,6 +38,7 @@ def write_config(workdir: Path) -> None:
     # 12 trials of ~1.5 s each (4000 epochs): the run must outlast the third kill, and with
     # the trial server a 20-epoch trial takes a fraction of a second
     config["defaults"]["epochs"] = 4000
+    config["block_size"] = 2  # 6 training jobs of 2 trials: several to interrupt
     for name in EXPERIMENTS:
         config["experiments"][name]["seeds"] = 4
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
@@ -54,9 +56,9 @@ def snakemake(workdir: Path, *args: str) -> str:
 
 
 def compared_files(workdir: Path) -> dict[str, bytes]:
-    """Trial tables and weights, experiment tables, claims: path -> bytes."""
+    """Trial tables, blocks' manifests, experiment tables, claims: path -> bytes."""
     results = workdir / "results"
-    paths = [*(results / "trials").rglob("*.parquet"), *(results / "trials").rglob("*.safetensors")]
+    paths = [*(results / "trials").rglob("*.parquet"), *(results / "trials").rglob("*.json")]
     paths += [p for p in (results / "tables").glob("*") if p.suffix in (".parquet", ".csv")]
     paths += results.glob("claims.*")
     return {
@@ -72,18 +74,20 @@ def incomplete(workdir: Path) -> set[str]:
     return {base64.urlsafe_b64decode(p).decode() for p in parts}
 
 
-def finished_trials(workdir: Path) -> dict[str, tuple[int, int]]:
-    """Trials whose parquet and safetensors exist and are not marked incomplete -> mtimes (ns)."""
+def finished_blocks(workdir: Path) -> dict[str, tuple[int, ...]]:
+    """Blocks whose manifest exists and is not marked incomplete -> the mtimes (ns) of the
+    manifest and the trial tables beside it."""
     marked = incomplete(workdir)
     done = {}
-    for table in (workdir / "results" / "trials").rglob("*.parquet"):
-        weights = table.with_suffix(".safetensors")
-        rel = [str(p.relative_to(workdir)) for p in (table, weights)]
-        if marked & set(rel) or table.name.startswith("."):
+    for manifest in (workdir / "results" / "trials").rglob("seeds*.json"):
+        rel = str(manifest.relative_to(workdir))
+        if rel in marked:
             continue
-        try:
-            done[rel[0]] = (table.stat().st_mtime_ns, weights.stat().st_mtime_ns)
-        except FileNotFoundError:  # not written yet, or removed as we look
+        try:  # a manifest is written last, and atomically
+            listed = json.loads(manifest.read_text())["trials"].values()
+            files = [manifest, *(manifest.parent / n for t in listed for n in sorted(t["files"]))]
+            done[rel] = tuple(p.stat().st_mtime_ns for p in files)
+        except FileNotFoundError:  # removed as we look
             pass
     return done
 
@@ -105,7 +109,7 @@ def running_jobs(session: int) -> int:
 
 
 def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: float) -> dict:
-    """Start the workflow; once ``after_done`` trials are finished and a job is running, wait
+    """Start the workflow; once ``after_done`` blocks are finished and a job is running, wait
     ``delay`` s, send ``sig`` to the process group and wait until all of it has gone."""
     with open(workdir / f"interrupted-{time.monotonic_ns()}.log", "w") as log:
         proc = subprocess.Popen(
@@ -115,7 +119,7 @@ def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: 
             start_new_session=True,
         )
         deadline = time.monotonic() + 900
-        while len(finished_trials(workdir)) < after_done or not running_jobs(proc.pid):
+        while len(finished_blocks(workdir)) < after_done or not running_jobs(proc.pid):
             assert proc.poll() is None, f"the run ended before the {sig.name}"
             assert time.monotonic() < deadline, "no progress"
             time.sleep(0.1)
@@ -129,11 +133,15 @@ def kill_during_run(workdir: Path, sig: signal.Signals, after_done: int, delay: 
                 break
             time.sleep(0.1)
         assert not survivors(proc.pid), survivors(proc.pid)
-    return {"signal": sig.name, "running_jobs": running, "finished": len(finished_trials(workdir))}
+    return {"signal": sig.name, "running_jobs": running, "finished": len(finished_blocks(workdir))}
 
 
 def n_trials(workdir: Path) -> int:
     return len(list((workdir / "results" / "trials").rglob("seed*.parquet")))
+
+
+def n_blocks(workdir: Path) -> int:
+    return len(list((workdir / "results" / "trials").rglob("seeds*.json")))
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +154,7 @@ def reference(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory) -> dict:
-    """Kill the workflow three times while jobs run (once >= 1, 2, 3 trials are finished, after a
+    """Kill the workflow three times while jobs run (once >= 1, 2, 3 blocks are finished, after a
     seeded random delay; SIGINT and SIGKILL in seeded order), then run it to completion."""
     workdir = tmp_path_factory.mktemp("interrupted")
     write_config(workdir)
@@ -157,7 +165,7 @@ def resumed(tmp_path_factory) -> dict:
     for after_done, sig in enumerate(signals, start=1):
         snakemake(workdir, "--unlock")  # a SIGKILLed Snakemake leaves its lock behind
         kills.append(kill_during_run(workdir, sig, after_done, rng.uniform(0.0, 1.5)))
-    before = finished_trials(workdir)
+    before = finished_blocks(workdir)
     snakemake(workdir, "--unlock")
     output = snakemake(workdir, "--cores", "2", "--rerun-incomplete")
     return {"workdir": workdir, "kills": kills, "before": before, "output": output}
@@ -170,9 +178,10 @@ def test_interrupted_run_matches_the_reference(reference, resumed):
     assert {k["signal"] for k in resumed["kills"]} == {"SIGINT", "SIGKILL"}
     assert all(k["running_jobs"] > 0 for k in resumed["kills"]), resumed["kills"]
     expected = compared_files(reference)
-    # trial tables and weights, experiment tables, theory, readings and diverged-trials
-    # tables, claims (CSV, Markdown, HTML)
-    assert len(expected) == 2 * n_trials(reference) + 2 * len(EXPERIMENTS) + 4 + 1 + 3
+    # trial tables and blocks' manifests (no weights: nothing reads them), experiment tables,
+    # theory, readings and diverged-trials tables, claims (CSV, Markdown, HTML)
+    assert (n_trials(reference), n_blocks(reference)) == (12, 6)
+    assert len(expected) == 12 + 6 + 2 * len(EXPERIMENTS) + 4 + 1 + 3
     got = compared_files(workdir)
     assert sorted(got) == sorted(expected)
     differ = [path for path in expected if got[path] != expected[path]]
@@ -189,38 +198,41 @@ def test_no_temp_file_or_marker_is_left(resumed):
     assert not incomplete(workdir)
 
 
-def test_resume_recomputes_only_unfinished_trials(reference, resumed):
-    before, workdir, total = resumed["before"], resumed["workdir"], n_trials(reference)
+def test_resume_recomputes_only_unfinished_blocks(reference, resumed):
+    before, workdir, total = resumed["before"], resumed["workdir"], n_blocks(reference)
     assert 3 <= len(before) < total, resumed["kills"]
-    now = finished_trials(workdir)
+    now = finished_blocks(workdir)
     assert len(now) == total
-    assert {path: now[path] for path in before} == before  # finished trials were not rewritten
+    assert {path: now[path] for path in before} == before  # finished blocks were not rewritten
     trained = re.findall(r"^(?:local)?rule train:$", resumed["output"], flags=re.M)
     assert len(trained) == total - len(before)
 
 
 def test_trials_are_identical_on_1_and_2_cores(reference, tmp_path):
-    """Seed 0 of each of the reference's three trial settings (there run two at a time)."""
+    """The first block (seeds 0 and 1) of each of the reference's three trial settings (there
+    run two at a time)."""
     write_config(tmp_path)
-    trials = [p for p in compared_files(reference) if re.search(r"/trials/.*/seed0\.", p)]
-    assert len(trials) == 2 * 3
-    snakemake(tmp_path, "--cores", "1", *(p for p in trials if p.endswith(".parquet")))
+    manifests = [p for p in compared_files(reference) if p.endswith("/seeds0-1.json")]
+    assert len(manifests) == 3
+    snakemake(tmp_path, "--cores", "1", *manifests)
     one_core = compared_files(tmp_path)
-    assert sorted(one_core) == sorted(trials)
+    assert len(one_core) == 3 * 3  # a manifest and two tables each
     reference_files = compared_files(reference)
-    assert [p for p in trials if one_core[p] != reference_files[p]] == []
+    assert [p for p in one_core if one_core[p] != reference_files[p]] == []
 
 
 def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
-    """Truncated trial table (old mtime kept), a trial file replaced by another seed's, a
-    deleted trial file, a truncated table CSV and claims CSV, a 0-byte figure: the next plain
-    run names each, moves it to results/damaged/ and rebuilds it, byte for byte; the run
-    after that has nothing to do. An empty report is moved aside with the command to redo it."""
+    """Truncated trial table (old mtime kept), a trial table replaced by another seed's, a
+    deleted trial table, a truncated table CSV and claims CSV, a 0-byte figure: the next
+    plain run names each (and the manifests of the blocks they belong to), moves them to
+    results/damaged/ and rebuilds them, byte for byte; the run after that has nothing to do.
+    An empty report is moved aside with the command to redo it."""
     workdir = tmp_path / "copy"
     shutil.copytree(reference, workdir, symlinks=True)
     results = workdir / "results"
     trials = sorted((results / "trials").rglob("seed*.parquet"))
-    truncated, replaced, deleted = trials[0], trials[1], trials[2].with_suffix(".safetensors")
+    truncated, replaced, deleted = trials[0], trials[5], trials[8]
+    assert len({p.parent for p in (truncated, replaced, deleted)}) == 3  # a block each
     stat = truncated.stat()
     truncated.write_bytes(truncated.read_bytes()[:-100])
     os.utime(truncated, ns=(stat.st_atime_ns, stat.st_mtime_ns))
@@ -234,14 +246,19 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
     figure = next((results / "figures").glob("*.png"))
     figure.write_bytes(b"")
     (results / "report.html").write_bytes(b"")  # as an interrupted --report leaves it
-    damaged = [truncated, replaced, table_csv, claims_csv, figure]
+    manifests = [
+        next(p for p in path.parent.glob("seeds*.json") if f'"{path.name}"' in p.read_text())
+        for path in (truncated, replaced, deleted)
+    ]
+    damaged = [truncated, replaced, *manifests, table_csv, claims_csv, figure]
 
     output = snakemake(workdir, "--cores", "2")
     for path in damaged:
         moved = results / "damaged" / path.relative_to(results)
         assert f"Note: {path.relative_to(workdir)} is damaged" in output
         assert moved.exists()
-    assert "unreadable parquet" in output and "holds the trial" in output
+    assert "not the file its block's manifest lists" in output
+    assert "seed0.parquet are missing or altered" in output  # the deleted table's manifest
     assert "truncated CSV" in output and "empty file" in output
     assert "make it again with --report results/report.html" in output
     assert (results / "damaged" / "report.html").exists()

@@ -18,7 +18,7 @@ from safetensors.numpy import load_file
 from matcond.catalog import FIGURES
 from matcond.claims import CLAIM_COLUMNS, VERDICTS
 from matcond.config import validate_config
-from matcond.trials import all_trials
+from matcond.trials import all_trials, blocks_of
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -101,14 +101,42 @@ def trial_paths(workdir: Path) -> list[Path]:
     return sorted((workdir / "results" / "trials").rglob("*.parquet"))
 
 
+def config_blocks(config: dict) -> list:
+    """The training blocks of a config (validated here)."""
+    config = validate_config(yaml.safe_load(yaml.safe_dump(config)))
+    trials = [t for ts in all_trials(config).values() for t in ts]
+    return blocks_of(trials, config["block_size"])
+
+
+def sharing(config: dict, trained: list[str]) -> set[str]:
+    """The experiments with a trial in one of the blocks whose manifests are ``trained``."""
+    paths = {out.removeprefix("results/trials/").removesuffix(".json") for out in trained}
+    cells = {b.cell for b in config_blocks(config) if b.path in paths}
+    trials = all_trials(validate_config(yaml.safe_load(yaml.safe_dump(config))))
+    return {e for e, ts in trials.items() if any(t.cell in cells for t in ts)}
+
+
 def test_every_expected_output_exists(finished, small_config):
     config = validate_config(small_config)
     expected = {
         f"results/trials/{t.path}.parquet" for ts in all_trials(config).values() for t in ts
     }
     assert {str(p.relative_to(finished)) for p in trial_paths(finished)} == expected
-    for path in trial_paths(finished):
-        assert path.with_suffix(".safetensors").stat().st_size > 0
+    trials_dir = finished / "results" / "trials"
+    manifests = {str(p.relative_to(finished)) for p in trials_dir.rglob("seeds*.json")}
+    assert manifests == {f"results/trials/{b.path}.json" for b in config_blocks(config)}
+    # weights only where the workflow reads them: the GN parts' trials (exp7_depth's nets of
+    # gauss_newton.exp7.models, and exp7_along_training, which saves every recorded epoch)
+    gn_models = config["gauss_newton"]["exp7"]["models"]
+    read = {
+        f"results/trials/{t.path}.safetensors"
+        for name, ts in all_trials(config).items()
+        for t in ts
+        if t.spec["save_recorded_weights"]
+        or (name == "exp7_depth" and t.spec["model"] in gn_models)
+    }
+    saved = {str(p.relative_to(finished)) for p in trials_dir.rglob("*.safetensors")}
+    assert saved == read and len(saved) == 12
     for name in config["experiments"]:
         for ext in ("parquet", "csv"):
             assert (finished / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
@@ -145,9 +173,11 @@ def test_trial_table_schema(finished):
     assert table["matrix"].unique().tolist() == ["product"]
     assert table["epoch"].unique().tolist() == [20]
     assert table["error"].dtype == "float64" and table["diverged"].dtype == bool
+    assert not path.with_suffix(".safetensors").exists()  # no GN part reads its weights
+    path = next(p for p in trial_paths(finished) if "/relu_mlp/" in str(p) and "-rec0-" in str(p))
     weights = load_file(path.with_suffix(".safetensors"))
-    assert sorted(weights) == ["final.product", "initial.product", "target.product"]
-    assert weights["final.product"].shape == (8, 8)
+    assert {name.split(".")[0] for name in weights} == {"final", "initial", "target"}
+    assert weights["final.layer1"].shape == (8, 8)
 
 
 def test_experiment_table_schema(finished):
@@ -181,21 +211,30 @@ def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, 
     config["experiments"]["exp1_dimension"]["grid"]["dim"].append(16)
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
-    assert len(trained) == 2 and all("/d16/" in out for out in trained)
+    assert len(trained) == 1 and "/d16/" in trained[0]  # its two seeds: one block
     assert downstream(jobs) == downstream_of(
         "exp1_dimension", "ctrl_effective_rank", "fig1_dimension", theory=True
     )
 
 
-def test_adding_seeds_runs_only_the_new_seeds(finished, small_config):
+def test_adding_seeds_reruns_only_their_blocks_and_what_reads_them(finished, small_config):
+    """A third seed of exp1_dimension joins the block of seeds 0-15 of each of its two
+    settings: those two blocks are trained again, and every experiment with a trial in them
+    (its settings are shared with others) is aggregated again; no other block is trained."""
     config = yaml.safe_load(yaml.safe_dump(small_config))
     config["experiments"]["exp1_dimension"]["seeds"] = 3
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
-    assert len(trained) == 2 and all(out.endswith("/seed2.parquet") for out in trained)
-    assert downstream(jobs) == downstream_of(
-        "exp1_dimension", "ctrl_effective_rank", "fig1_dimension", theory=True
-    )
+    assert len(trained) == 2 and all(out.endswith("/seeds0-15.json") for out in trained)
+    assert {"/d4/", "/d8/"} == {re.search(r"/d\d+/", out).group() for out in trained}
+    aggregated = {
+        out.split("/")[-1].removesuffix(".parquet") for r, out in jobs if r == "aggregate"
+    }
+    assert "exp1_dimension" in aggregated and aggregated == sharing(config, trained)
+    assert {r for r, _ in jobs} <= {"train", "aggregate", "theory", "plot", "claims"} | {
+        "divergence",
+        "all",
+    }
 
 
 def test_changing_adams_learning_rate_reruns_only_adam(finished, small_config):
@@ -203,20 +242,23 @@ def test_changing_adams_learning_rate_reruns_only_adam(finished, small_config):
     config["experiments"]["exp2_optimizer"]["variants"][1]["lr"] = 0.002
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
-    assert len(trained) == 2 and all("/adam-lr0.002-" in out for out in trained)
+    assert len(trained) == 1 and "/adam-lr0.002-" in trained[0]
     assert downstream(jobs) == downstream_of("exp2_optimizer", "fig2_optimizer")
 
 
-def test_rerun_of_a_trial_is_bit_identical(finished, tmp_path):
+def test_rerun_of_a_block_is_bit_identical(finished, tmp_path):
+    """A block that saves weights (exp7_along_training's), forced to train again: its manifest,
+    tables and weights are rewritten with the same bytes."""
     copy = tmp_path / "copy"
     shutil.copytree(finished, copy, symlinks=True)
-    trial = trial_paths(copy)[0]
-    target = str(trial.relative_to(copy))
+    manifest = next((copy / "results" / "trials").rglob("*-weights-*/seeds0-15.json"))
+    target = str(manifest.relative_to(copy))
     snakemake(copy, "--force", target, "--cores", "1")
-    assert trial.stat().st_mtime > (finished / target).stat().st_mtime
-    assert filecmp.cmp(trial, finished / target, shallow=False)
-    weights = trial.with_suffix(".safetensors")
-    assert filecmp.cmp(weights, finished / weights.relative_to(copy), shallow=False)
+    rewritten = [manifest, *manifest.parent.glob("seed[0-9]*.*")]
+    assert len(rewritten) == 5  # two trials, a table and weights each
+    for path in rewritten:
+        assert path.stat().st_mtime > (finished / path.relative_to(copy)).stat().st_mtime
+        assert filecmp.cmp(path, finished / path.relative_to(copy), shallow=False), path
 
 
 @pytest.fixture(scope="module")

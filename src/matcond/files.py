@@ -132,33 +132,6 @@ def _spec_problem(stored: str | None, path: str | Path, root: Path) -> str | Non
     return None
 
 
-def read_trial(
-    path: str | Path, root: Path = TRIALS_ROOT, columns: list[str] | None = None
-) -> pd.DataFrame:
-    """A trial's table (or some ``columns``), checked: a regular file, intact (page
-    checksums), and holding the trial its path names (the spec in its metadata);
-    DamagedFileError naming both if not."""
-    table = _read_arrow(path, columns)
-    stored = (table.schema.metadata or {}).get(SPEC_KEY.encode())
-    problem = _spec_problem(stored and stored.decode(), path, root)
-    if problem:
-        raise DamagedFileError(path, problem)
-    return table.to_pandas()
-
-
-def trial_table_problem(path: Path, spec_json: str, root: Path = TRIALS_ROOT) -> str | None:
-    """What is wrong with a trial table (footer, stored spec against ``spec_json``), or None.
-
-    Reads the footer only: cheap enough to run over every trial before a run.
-    """
-    footer = _footer(path)
-    if isinstance(footer, str):
-        return footer
-    stored = footer.get(SPEC_KEY.encode())
-    stored = stored and stored.decode()
-    return _spec_problem(stored, path, root) or _changed(json.loads(stored), json.loads(spec_json))
-
-
 def _changed(stored: dict, expected: dict) -> str | None:
     """'computed with other settings (a, b.c)' naming what differs (one level down), or None."""
     if stored == expected:
@@ -216,6 +189,145 @@ def safetensors_header(path: Path) -> dict | str:
     return header
 
 
+def file_record(path: str | Path) -> dict[str, int | str]:
+    """A file's size and SHA-256, as a block's manifest records them."""
+    data = Path(path).read_bytes()
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write_manifest(path: str | Path, block: Mapping, trials: Mapping[str, Mapping]) -> None:
+    """Write a training block's manifest (atomically): the block's request (``block``: its
+    setting, seeds and the seeds that save weights) and, per trial (``seed{s}``), its diverged
+    epoch and the :func:`file_record` of each file it wrote, keyed by file name."""
+    text = json.dumps({"block": block, "trials": trials}, sort_keys=True, indent=1) + "\n"
+    replace_atomically(path, lambda tmp: tmp.write_text(text))
+
+
+def read_manifest(path: str | Path) -> dict:
+    """A block's manifest; DamagedFileError naming it if it is not one."""
+    path = Path(path)
+    if problem := _not_a_file(path):
+        raise DamagedFileError(path, problem)
+    try:
+        manifest = json.loads(path.read_bytes())
+        manifest["block"]["spec"], manifest["block"]["seeds"]
+        for record in manifest["trials"].values():
+            record["diverged_epoch"], record["files"].items()
+    except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as err:
+        raise DamagedFileError(
+            path, f"not a block manifest ({type(err).__name__}: {err})"
+        ) from None
+    return manifest
+
+
+def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:
+    """A block's damaged files, each with what is wrong: {} if its manifest is readable, was
+    made for the block ``block_json`` describes (its setting, seeds and saved weights), and
+    every file it lists exists with the size it lists. Otherwise the manifest, so that the
+    block is trained again, and the files that must not be overwritten unseen: all those it
+    lists if it was made for other settings, else those that differ from its record
+    (:func:`_record_problem`). Cheap enough for every block before a run: trial tables are
+    small (hashing one costs less than parsing its footer)."""
+    try:
+        stored = read_manifest(manifest)
+    except DamagedFileError as err:
+        return {manifest: err.reason}
+    files = listed_files(manifest, stored)
+    made_for, expected = stored["block"], json.loads(block_json)
+    if made_for != expected:
+        if made_for["spec"] == expected["spec"]:
+            problem = (
+                f"made for seeds {made_for['seeds']} saving the weights of "
+                f"{made_for.get('save_weights')}, not {expected['seeds']} and "
+                f"{expected['save_weights']}"
+            )
+        elif isinstance(made_for["spec"], dict):
+            problem = _changed(made_for["spec"], expected["spec"])
+        else:
+            problem = "made for another setting"
+        return {manifest: problem} | {f: problem for f in files if os.path.lexists(f)}
+    altered = {
+        f: problem
+        for f, record in files.items()
+        if os.path.lexists(f) and (problem := _record_problem(f, record))
+    }
+    missing = [f for f in files if not os.path.lexists(f)]
+    if altered or missing:
+        names = ", ".join(f.name for f in [*missing, *altered])
+        return {manifest: f"its trial files {names} are missing or altered"} | altered
+    return {}
+
+
+def _record_problem(path: Path, record: Mapping) -> str | None:
+    """How a file differs from its manifest record, or None: its size, and for a table its
+    SHA-256 too (weights, which may be large, are hashed where they are read)."""
+    if problem := _not_a_file(path):
+        return problem
+    if path.stat().st_size != record["bytes"]:
+        return "not the file its block's manifest lists (another size)"
+    if path.suffix == ".parquet" and file_record(path)["sha256"] != record["sha256"]:
+        return "not the file its block's manifest lists (checksum mismatch)"
+    return None
+
+
+def listed_files(path: Path, manifest: Mapping) -> dict[Path, dict]:
+    """Every file a block's manifest (at ``path``) lists -> its record."""
+    return {
+        path.parent / name: record
+        for trial in manifest["trials"].values()
+        for name, record in trial["files"].items()
+    }
+
+
+def verified_bytes(path: str | Path, record: Mapping) -> bytes:
+    """A file's bytes, checked against its manifest record (size and SHA-256);
+    DamagedFileError if they differ."""
+    path = Path(path)
+    if problem := _not_a_file(path):
+        raise DamagedFileError(path, problem)
+    data = path.read_bytes()
+    if len(data) != record["bytes"] or hashlib.sha256(data).hexdigest() != record["sha256"]:
+        raise DamagedFileError(path, "not the file its block's manifest lists (checksum mismatch)")
+    return data
+
+
+def read_trials(
+    manifests: Iterable[str | Path],
+    trials: Iterable[str],
+    root: Path = TRIALS_ROOT,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
+    """The tables of ``trials`` (paths below ``root``) stacked in that order, as one frame.
+
+    Each file is read once and checked: against the record of the manifest of its block among
+    ``manifests`` (size, SHA-256), its page checksums, and the spec in its metadata against
+    its path; DamagedFileError naming the file if not.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records: dict[Path, dict] = {}
+    for manifest in manifests:
+        records.update(listed_files(Path(manifest), read_manifest(manifest)))
+    tables = []
+    for trial in trials:
+        path = root / f"{trial}.parquet"
+        if path not in records:
+            raise DamagedFileError(path, "listed in none of the manifests of its blocks")
+        data = pa.BufferReader(verified_bytes(path, records[path]))
+        try:
+            table = pq.read_table(data, columns=columns, page_checksum_verification=True)
+        except (OSError, ValueError) as err:
+            raise DamagedFileError(path, f"unreadable parquet ({err})") from None
+        stored = (table.schema.metadata or {}).get(SPEC_KEY.encode())
+        if problem := _spec_problem(stored and stored.decode(), path, root):
+            raise DamagedFileError(path, problem)
+        tables.append(table)
+    if not tables:
+        raise ValueError("no trials to read")
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
 def weights_digest(weights: Mapping[str, np.ndarray]) -> str:
     """SHA-256 of named arrays (names, dtypes, shapes and values, in name order)."""
     digest = hashlib.sha256()
@@ -240,6 +352,19 @@ def load_weights(path: str | Path, spec_json: str) -> dict[str, np.ndarray]:
     if stored != weights_digest(weights):
         raise DamagedFileError(path, "weight values altered (checksum mismatch)")
     return weights
+
+
+def load_trial_weights(manifest: str | Path, trial: str, spec_json: str) -> dict[str, np.ndarray]:
+    """The saved weights of ``trial`` (its path below results/trials; its setting's directory
+    holds its block's ``manifest``), checked against that manifest (size, SHA-256), then as
+    :func:`load_weights` checks them."""
+    manifest = Path(manifest)
+    path = manifest.parent / f"{Path(trial).name}.safetensors"
+    records = listed_files(manifest, read_manifest(manifest))
+    if path not in records:
+        raise DamagedFileError(path, f"not listed in its block's manifest {manifest}")
+    verified_bytes(path, records[path])
+    return load_weights(path, spec_json)
 
 
 def _tail_problem(path: Path, ending: bytes, what: str) -> str | None:
@@ -280,35 +405,30 @@ def file_problem(path: Path) -> str | None:
 
 def damaged_files(
     results: Path,
-    trials: Mapping[str, str],
+    blocks: Mapping[str, str],
     outputs: Iterable[str],
     settings: Mapping[str, str] | None = None,
 ) -> dict[Path, str]:
     """Every damaged file among a run's existing outputs, with what is wrong.
 
-    ``trials``: trial path -> its canonical spec JSON (a trial's table and weights must hold
-    that spec); ``outputs``: the run's other output files, relative to ``results``' parent;
-    ``settings``: those of them that store their settings (:data:`SETTINGS_KEY`) -> the
-    settings JSON they must hold.
+    ``blocks``: training block path -> its request JSON (:func:`block_damage` checks its
+    manifest and trial files); ``outputs``: the run's other output files, relative to
+    ``results``' parent; ``settings``: those of them that store their settings
+    (:data:`SETTINGS_KEY`) -> the settings JSON they must hold.
     """
     settings = settings or {}
-    root = results / "trials"
-    # one check per file, each reading its footer or header once
-    checks: dict[Path, Callable[[Path], str | None]] = {}
-    for trial, spec_json in trials.items():
-        checks[root / f"{trial}.parquet"] = partial(
-            trial_table_problem, spec_json=spec_json, root=root
-        )
-        checks[root / f"{trial}.safetensors"] = partial(weights_problem, spec_json=spec_json)
+    damaged = {}
+    for block, block_json in blocks.items():
+        manifest = results / "trials" / f"{block}.json"
+        if os.path.lexists(manifest):
+            damaged |= block_damage(manifest, block_json)
     for output in outputs:
         path = results.parent / output
-        checks[path] = (
+        check = (
             partial(settings_problem, settings_json=settings[output])
             if output in settings
             else CHECKS.get(path.suffix, lambda _: None)
         )
-    damaged = {}
-    for path, check in checks.items():
         if os.path.lexists(path) and (problem := _not_a_file(path) or check(path)):
             damaged[path] = problem
     return damaged

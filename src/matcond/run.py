@@ -28,9 +28,11 @@ from matcond.components import compare, singular_values
 from matcond.execution.devices import claim_device
 from matcond.files import (
     SPEC_KEY,
+    file_record,
     replace_atomically,
     weights_digest,
     weights_metadata,
+    write_manifest,
     write_parquet,
 )
 from matcond.models import teacher_weights
@@ -153,24 +155,51 @@ def write_benchmark(path: str | Path, wall: float, compute: float) -> None:
     Path(path).write_text("\t".join(BENCHMARK_COLUMNS) + "\n" + "\t".join(values) + "\n")
 
 
-def run_trial_job(
-    spec_json: str, table: str, weights: str, threads: int, device: str, benchmark: str
+def trial_spec(cell: dict, seed: int) -> dict:
+    """The canonical spec of the trial of setting ``cell`` with ``seed`` (keys sorted, as
+    :class:`matcond.trials.Trial` holds it): what its table and weights store."""
+    return json.loads(json.dumps({**cell, "seed": seed}, sort_keys=True))
+
+
+def run_block_job(
+    block_json: str, manifest: str, threads: int, device: str, benchmark: str
 ) -> None:
     """What one training job does (:mod:`matcond.jobs.train`), in its own process or a job
-    server's child.
+    server's child: train a block's trials one after another.
 
-    Train the trial with ``threads`` torch threads on the config's ``device`` (a GPU is
-    claimed for the job's lifetime, :mod:`matcond.execution.devices`), write its table, its
-    weights and its benchmark (:func:`write_benchmark`).
+    ``block_json``: the block's setting (``spec``, without seed), its ``seeds`` and the seeds
+    whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
+    go beside ``manifest`` (``seed{s}.parquet``, ``seed{s}.safetensors``) as soon as it is
+    trained; then the manifest (:func:`matcond.files.write_manifest`) and the block's
+    benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on the
+    config's ``device`` (a GPU is claimed for the job's lifetime,
+    :mod:`matcond.execution.devices`) from its own generators, so its files are the same
+    bytes in any block.
     """
     start = time.perf_counter()
-    spec = json.loads(spec_json)
+    block = json.loads(block_json)
+    directory = Path(manifest).parent
     torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
+    records, compute = {}, 0.0
     with claim_device(device) as torch_device:
-        compute_start = time.perf_counter()
-        result, final = run_trial(spec, torch_device)
-        compute = time.perf_counter() - compute_start
-    write_table(result, spec, table)
-    write_weights(final, spec, weights)
-    print(f"device={torch_device} compute_seconds={compute:.3f}", file=sys.stderr)
+        for seed in block["seeds"]:
+            spec = trial_spec(block["spec"], seed)
+            compute_start = time.perf_counter()
+            table, weights = run_trial(spec, torch_device)
+            compute += time.perf_counter() - compute_start
+            files = [f"seed{seed}.parquet"]
+            write_table(table, spec, directory / files[0])
+            if seed in block["save_weights"]:
+                files.append(f"seed{seed}.safetensors")
+                write_weights(weights, spec, directory / files[1])
+            epoch = table["diverged_epoch"].iloc[0]
+            records[f"seed{seed}"] = {
+                "diverged_epoch": None if pd.isna(epoch) else int(epoch),
+                "files": {name: file_record(directory / name) for name in files},
+            }
+    write_manifest(manifest, block, records)
+    print(
+        f"device={torch_device} trials={len(records)} compute_seconds={compute:.3f}",
+        file=sys.stderr,
+    )
     write_benchmark(benchmark, time.perf_counter() - start, compute)

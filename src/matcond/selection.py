@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from matcond.files import read_trial
+from matcond.files import TRIALS_ROOT, read_manifest
+from matcond.trials import trial_paths
 
 
 class MissingRows(LookupError):
@@ -93,16 +94,26 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
 DIVERGED_COLUMNS = ["experiment", "trial", "diverged_epoch"]
 
 
-def diverged_trials(trials: dict[str, list[str]], root: str = "results/trials") -> pd.DataFrame:
-    """One row per diverged trial of each experiment (``trials``: experiment -> the trials'
-    paths below ``root``, without extension): experiment, trial, diverged_epoch."""
+def diverged_trials(
+    trials: dict[str, dict[str, list[int]]], manifests: list[str | Path]
+) -> pd.DataFrame:
+    """One row per diverged trial of each experiment (``trials``: experiment -> its trials as
+    :func:`matcond.trials.seeds_by_cell`), read off its block's manifest (one of
+    ``manifests``): experiment, trial, diverged_epoch."""
+    epochs = {}
+    for manifest in manifests:
+        cell = Path(manifest).relative_to(TRIALS_ROOT).parent.as_posix()
+        for name, record in read_manifest(manifest)["trials"].items():
+            epochs[f"{cell}/{name}"] = record["diverged_epoch"]
     rows = []
-    for experiment, paths in trials.items():
-        for path in paths:
-            first = read_trial(f"{root}/{path}.parquet", Path(root), ["diverged", "diverged_epoch"])
-            if first["diverged"].iloc[0]:
-                epoch = int(first["diverged_epoch"].iloc[0])
-                rows.append({"experiment": experiment, "trial": path, "diverged_epoch": epoch})
+    for experiment, cells in trials.items():
+        for path in trial_paths(cells):
+            if path not in epochs:
+                raise LookupError(f"trial {path} is in none of the blocks' manifests")
+            if epochs[path] is not None:
+                rows.append(
+                    {"experiment": experiment, "trial": path, "diverged_epoch": epochs[path]}
+                )
     return pd.DataFrame(rows, columns=DIVERGED_COLUMNS)
 
 

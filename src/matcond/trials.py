@@ -9,8 +9,10 @@ Snakefile at parse time.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,12 +60,12 @@ class Trial:
 
     spec_json: str
 
-    @property
+    @functools.cached_property
     def spec(self) -> dict[str, Any]:
-        """The settings as a dict."""
+        """The settings as a dict (parsed once; do not modify it)."""
         return json.loads(self.spec_json)
 
-    @property
+    @functools.cached_property
     def cell(self) -> str:
         """The path of the trial's directory below results/trials (everything but the seed)."""
         s, fmt = self.spec, format_value
@@ -92,10 +94,53 @@ class Trial:
         """The trial's seed."""
         return self.spec["seed"]
 
-    @property
+    @functools.cached_property
     def path(self) -> str:
         """Path of the trial's outputs below results/trials, without extension."""
         return f"{self.cell}/seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class Block:
+    """The unit of training work: the trials of one setting (one cell) whose seeds fall in
+    ``[first, first + size)``, trained by one job (rule ``train``).
+
+    Its path, ``{cell}/seeds{first}-{last}``, names its manifest (``.json``), log and benchmark.
+    Blocks are aligned on multiples of ``size``, so a new seed joins the one block that covers
+    it and leaves every other block as it was.
+    """
+
+    trials: tuple[Trial, ...]
+    first: int
+    size: int
+
+    @property
+    def cell(self) -> str:
+        """The setting's directory below results/trials."""
+        return self.trials[0].cell
+
+    @property
+    def path(self) -> str:
+        """Path of the block's manifest, log and benchmark, without extension."""
+        return f"{self.cell}/seeds{self.first}-{self.first + self.size - 1}"
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds it trains, ascending."""
+        return [t.seed for t in self.trials]
+
+
+def blocks_of(trials: Iterable[Trial], size: int) -> list[Block]:
+    """The trials (each once, however often listed) cut into aligned blocks of ``size`` seeds
+    per setting, in order of first appearance; a block's trials by ascending seed."""
+    groups: dict[tuple[str, int], dict[int, Trial]] = {}
+    for trial in trials:
+        seed = trial.seed
+        groups.setdefault((trial.cell, seed // size), {})[seed] = trial
+    return [
+        Block(tuple(group[s] for s in sorted(group)), index * size, size)
+        for (_, index), group in groups.items()
+    ]
 
 
 def canonical(spec: dict[str, Any]) -> dict[str, Any]:
@@ -220,3 +265,17 @@ def all_trials(config: dict[str, Any]) -> dict[str, list[Trial]]:
                     f"({', '.join(ANALYSIS_SETTINGS)}): set those in `defaults` only"
                 )
     return by_experiment
+
+
+def seeds_by_cell(trials: Iterable[Trial]) -> dict[str, list[int]]:
+    """Trials as cell -> its seeds (ascending; cells sorted): independent of the config's
+    order, and each cell's path written once however many seeds it has."""
+    cells: dict[str, set[int]] = {}
+    for trial in trials:
+        cells.setdefault(trial.cell, set()).add(trial.seed)
+    return {cell: sorted(cells[cell]) for cell in sorted(cells)}
+
+
+def trial_paths(cells: dict[str, list[int]]) -> list[str]:
+    """The trial paths of :func:`seeds_by_cell`'s mapping, in its order."""
+    return [f"{cell}/seed{seed}" for cell, seeds in cells.items() for seed in seeds]

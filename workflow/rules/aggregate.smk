@@ -3,7 +3,7 @@ rule aggregate:
     and its per-trial table (every trial's rows stacked) for the claims and the theory.
     """
     input:
-        experiment_trial_tables,
+        experiment_manifests,
     output:
         parquet="results/tables/{experiment}.parquet",
         csv="results/tables/{experiment}.csv",
@@ -25,6 +25,7 @@ rule aggregate:
         **rule_params(
             "aggregate",
             swept=swept_json,
+            trials=experiment_trials_json,
         ),
     shell:
         JOB
@@ -34,7 +35,7 @@ rule divergence:
     """Every trial whose loss or weights became non-finite, with its epoch: the table behind
     the run's closing summary line and the report's list."""
     input:
-        all_trial_tables(),
+        all_manifests(),
     output:
         csv=DIVERGED_TABLE,
         html=report(

@@ -14,7 +14,7 @@ from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
 from matcond.fingerprints import code_fingerprint, module_path
-from matcond.trials import all_trials, swept_settings
+from matcond.trials import all_trials, blocks_of, seeds_by_cell, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 try:
@@ -118,6 +118,16 @@ if _unsaved:
         "(setting save_recorded_weights: true)"
     )
 GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trials)]
+# Training jobs: blocks of config key block_size seeds per setting (matcond.trials.Block).
+# Weights are saved where something reads them (the GN parts, save_recorded_weights), or for
+# every trial with config key save_weights.
+BLOCKS = {b.path: b for b in blocks_of(TRIAL_BY_PATH.values(), config["block_size"])}
+BLOCK_OF_TRIAL = {t.path: b for b in BLOCKS.values() for t in b.trials}
+WEIGHTS_SAVED = {
+    path
+    for path, t in TRIAL_BY_PATH.items()
+    if config["save_weights"] or t.spec["save_recorded_weights"]
+} | {t.path for ts in GN_TRIALS.values() for t in ts}
 # The settings of each GN part as JSON: the jobs' params, and what their tables store.
 GN_TRIAL_SETTINGS = {
     part: json.dumps(
@@ -179,6 +189,7 @@ if workflow.is_main_process:
 
 wildcard_constraints:
     trial=r".+/seed\d+",
+    block=r".+/seeds\d+-\d+",
     experiment="|".join(TRIALS),
     figure="|".join(DRAWN),
 
@@ -208,9 +219,36 @@ def trial_spec(wildcards):
     return TRIAL_BY_PATH[wildcards.trial].spec_json
 
 
+def block_request(block):
+    """What a training job trains, as canonical JSON: the block's setting (without seed), its
+    seeds and those whose weights it saves (its one param: a change reruns the block).
+    """
+    cell = {k: v for k, v in block.trials[0].spec.items() if k != "seed"}
+    saved = [t.seed for t in block.trials if t.path in WEIGHTS_SAVED]
+    return json.dumps(
+        {"spec": cell, "seeds": block.seeds, "save_weights": saved}, sort_keys=True
+    )
+
+
+def block_json(wildcards):
+    """:func:`block_request` of the block at results/trials/{block}."""
+    return block_request(BLOCKS[wildcards.block])
+
+
+def block_manifest(trial_path):
+    """The manifest of the block that trains the trial at results/trials/{trial_path}."""
+    return f"results/trials/{BLOCK_OF_TRIAL[trial_path].path}.json"
+
+
+def trial_manifest(wildcards):
+    """The manifest of the block of the trial at results/trials/{trial} (a GN job's input)."""
+    return block_manifest(wildcards.trial)
+
+
 def train_mem_mb(wildcards):
-    """Peak memory of a training job: torch itself plus a few copies of the matrices."""
-    return trial_mem_mb(TRIAL_BY_PATH[wildcards.trial].spec["dim"])
+    """Peak memory of a training job: torch itself plus a few copies of the matrices (its
+    trials run one after another)."""
+    return trial_mem_mb(BLOCKS[wildcards.block].trials[0].spec["dim"])
 
 
 def trial_mem_mb(dim, gn=False):
@@ -243,23 +281,30 @@ def memory_problem():
 
 
 def train_runtime(wildcards):
-    """Minutes a training job may take (generous: most take seconds on a CPU)."""
-    spec = TRIAL_BY_PATH[wildcards.trial].spec
+    """Minutes a training job may take (generous: most trials take seconds on a CPU)."""
+    block = BLOCKS[wildcards.block]
+    spec = block.trials[0].spec
     steps = spec["epochs"] * spec["steps_per_epoch"]
-    return 5 + steps * spec["dim"] ** 2 // 50_000_000
+    return 5 + len(block.trials) * steps * spec["dim"] ** 2 // 50_000_000
 
 
 def train_priority(wildcards):
     """1 for the trials that come first (the longest jobs early, not last): those recorded
     at every epoch (their aggregation, which bootstraps every epoch, is the longest job after
     them) and those of d >= 1024 (seconds each); 0 for the rest."""
-    spec = TRIAL_BY_PATH[wildcards.trial].spec
+    spec = BLOCKS[wildcards.block].trials[0].spec
     return int(spec["record_every"] == 1 or spec["dim"] >= 1024)
 
 
-def experiment_trial_tables(wildcards):
-    """The trial tables an experiment's aggregate reads."""
-    return [f"results/trials/{t.path}.parquet" for t in TRIALS[wildcards.experiment]]
+def experiment_manifests(wildcards):
+    """The manifests of the blocks that train an experiment's trials (an aggregate's input)."""
+    return sorted({block_manifest(t.path) for t in TRIALS[wildcards.experiment]})
+
+
+def experiment_trials_json(wildcards):
+    """The experiment's trials (matcond.trials.seeds_by_cell) as JSON: what its aggregate
+    reads."""
+    return json.dumps(seeds_by_cell(TRIALS[wildcards.experiment]))
 
 
 def swept_json(wildcards):
@@ -298,16 +343,16 @@ def figure_caption(wildcards):
     return report_caption(wildcards.figure, specs, gn_settings)
 
 
-def all_trial_tables():
-    """Every trial table of the run."""
-    return [f"results/trials/{path}.parquet" for path in TRIAL_BY_PATH]
+def all_manifests():
+    """Every block's manifest: the training jobs' outputs."""
+    return [f"results/trials/{path}.json" for path in BLOCKS]
 
 
 def trials_json(wildcards):
-    """Each experiment's trial paths, sorted, as JSON (the same for any order of the config's
-    keys)."""
+    """Each experiment's trials (matcond.trials.seeds_by_cell), as JSON (the same for any
+    order of the config's keys)."""
     return json.dumps(
-        {e: sorted(t.path for t in ts) for e, ts in TRIALS.items()}, sort_keys=True
+        {e: seeds_by_cell(ts) for e, ts in TRIALS.items()}, sort_keys=True
     )
 
 
@@ -335,12 +380,9 @@ def all_targets():
     claims = ["results/claims.csv", "results/claims.html", "results/readings.md"]
     claims += [DIVERGED_TABLE, "results/diverged_trials.html"]
     claims = claims if TRIALS else []  # a config of GN sweeps or checkpoints only
-    # the intermediates too, so that a deleted one is rebuilt by a plain rerun
-    trials = [
-        f"results/trials/{path}.{ext}"
-        for path in TRIAL_BY_PATH
-        for ext in ("parquet", "safetensors")
-    ]
+    # the intermediates too, so that a deleted one is rebuilt by a plain rerun (a deleted
+    # trial file sets its block's manifest aside before the run: set_aside_damaged_outputs)
+    trials = all_manifests()
     gn_trials = [
         f"results/gn/{part}/{t.path}.parquet"
         for part, part_trials in GN_TRIALS.items()
@@ -359,12 +401,13 @@ def all_targets():
 
 def set_aside_damaged_outputs():
     """Move damaged outputs (truncated, altered, holding another trial, or computed with
-    settings that no longer match the config; matcond.files.damaged_files) to
+    settings that no longer match the config; a block's manifest with a trial file missing;
+    matcond.files.damaged_files) to
     results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and
     --lint only name them."""
     if not workflow.is_main_process:
         return
-    trial_specs = {path: t.spec_json for path, t in TRIAL_BY_PATH.items()}
+    blocks = {path: block_request(block) for path, block in BLOCKS.items()}
     outputs = [f for f in all_targets() if not f.startswith("results/trials/")]
     # the report is no rule's output, but an interrupted --report leaves it empty
     outputs.append(REPORT)
@@ -377,7 +420,7 @@ def set_aside_damaged_outputs():
             settings[f"results/gn/{part}/{t.path}.parquet"] = GN_TRIAL_SETTINGS[part]
     # a dry run, or --lint (the only command that parses without checking env vars)
     inspect_only = workflow.output_settings.dryrun or not workflow.check_envvars
-    damaged = damaged_files(Path("results"), trial_specs, outputs, settings)
+    damaged = damaged_files(Path("results"), blocks, outputs, settings)
     for path, problem in damaged.items():
         remedy = (
             f"make it again with --report {REPORT}"

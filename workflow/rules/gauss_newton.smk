@@ -11,7 +11,7 @@ rule gn_trial:
     of GN part `part` (exp7: initial and final; along_training: every recorded epoch).
     """
     input:
-        weights="results/trials/{trial}.safetensors",
+        manifest=trial_manifest,
     output:
         "results/gn/{part}/{trial}.parquet",
     log:

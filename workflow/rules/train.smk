@@ -1,15 +1,20 @@
 rule train:
-    """Train one trial; write its tidy table and its weights (target, initial, final).
+    """Train one block of seeds of one setting (matcond.trials.Block): a table per trial
+    (results/trials/{setting}/seed{s}.parquet, and the weights of the trials that save them),
+    then the block's manifest, which lists those files with their sizes and SHA-256.
 
-    Its benchmark is an output that the training process writes itself: a trial served by the
-    trial server runs in the server's child, which Snakemake's `benchmark:` cannot see.
+    The trial files are not declared outputs: one output per block keeps the DAG, Snakemake's
+    metadata and the SLURM submissions per block. A missing or altered trial file sets its
+    block's manifest aside before the run (set_aside_damaged_outputs), so the block is
+    trained again. Its benchmark is an output that the training process writes itself: a
+    block served by the job server runs in the server's child, which Snakemake's `benchmark:`
+    cannot see.
     """
     output:
-        table="results/trials/{trial}.parquet",
-        weights="results/trials/{trial}.safetensors",
-        benchmark="results/benchmarks/train/{trial}.tsv",
+        manifest="results/trials/{block}.json",
+        benchmark="results/benchmarks/train/{block}.tsv",
     log:
-        "results/logs/train/{trial}.log",
+        "results/logs/train/{block}.log",
     priority: train_priority
     conda:
         "../../envs/matcond.yaml"
@@ -21,7 +26,7 @@ rule train:
     params:
         **rule_params(
             "train",
-            spec=trial_spec,
+            block=block_json,
         ),
     shell:
         JOB

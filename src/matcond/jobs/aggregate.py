@@ -3,17 +3,17 @@
 import json
 import sys
 
-import pandas as pd
-
-from matcond.files import read_trial, write_parquet
+from matcond.files import read_trials, write_parquet
 from matcond.stats import aggregate
+from matcond.trials import trial_paths
 
 
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
-    trials = pd.concat([read_trial(path) for path in snakemake.input], ignore_index=True)
+    paths = trial_paths(json.loads(snakemake.params.trials))
+    trials = read_trials(snakemake.input, paths)
     write_parquet(trials, snakemake.output.per_trial)
     table = aggregate(trials, snakemake.wildcards.experiment, json.loads(snakemake.params.swept))
     write_parquet(table, snakemake.output.parquet)
     table.to_csv(snakemake.output.csv, index=False)
-    print(f"{len(snakemake.input)} trials -> {len(table)} rows", file=sys.stderr)
+    print(f"{len(paths)} trials -> {len(table)} rows", file=sys.stderr)

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from matcond.files import SETTINGS_KEY, load_weights, write_parquet
+from matcond.files import SETTINGS_KEY, load_trial_weights, write_parquet
 from matcond.gn_experiments.exp7 import exp7_rows
 
 
@@ -15,9 +15,10 @@ def main(snakemake) -> None:
     torch.set_num_threads(snakemake.threads)
     spec = json.loads(snakemake.params.spec)
     start = time.perf_counter()
-    weights = load_weights(snakemake.input.weights, snakemake.params.spec)
+    trial = snakemake.wildcards.trial
+    weights = load_trial_weights(snakemake.input.manifest, trial, snakemake.params.spec)
     table = exp7_rows(weights, spec, json.loads(snakemake.params.settings))
-    table.insert(0, "trial", snakemake.wildcards.trial)
+    table.insert(0, "trial", trial)
     write_parquet(table, snakemake.output[0], {SETTINGS_KEY: snakemake.params.settings})
     print(f"{len(table)} rows in {time.perf_counter() - start:.2f} s", file=sys.stderr)
     print(table.drop(columns="trial").to_string(), file=sys.stderr)
