@@ -9,7 +9,7 @@ import docutils.core
 import pytest
 import yaml
 
-from matcond.catalog import FIGURES, report_caption, trial_settings
+from matcond.catalog import FIGURES, experiment_summary, report_caption, trial_settings
 from matcond.config import validate_config
 from matcond.trials import all_trials
 
@@ -27,10 +27,10 @@ def rest_messages(text: str) -> list[str]:
 @pytest.fixture(scope="module")
 def paper_captions() -> dict[str, str]:
     config = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-    specs = {name: [t.spec for t in ts] for name, ts in all_trials(config).items()}
+    summaries = {name: experiment_summary(ts) for name, ts in all_trials(config).items()}
     gn = config["gauss_newton"]
     gn_settings = {**gn["sweeps"], "exp7": gn["exp7"], "along_training": gn["along_training"]}
-    return {name: report_caption(name, specs, gn_settings) for name in FIGURES}
+    return {name: report_caption(name, summaries, gn_settings) for name in FIGURES}
 
 
 def test_every_caption_renders_without_a_docutils_message(paper_captions):
@@ -51,3 +51,11 @@ def test_trial_settings_splits_shared_from_varied():
     assert shared == {"a": 1} and varied == ["b"]
     shared, varied = trial_settings([{"a": 1}, {"a": 1, "c": 0}])
     assert shared == {"a": 1} and varied == ["c"]
+
+
+@pytest.mark.parametrize("name", ["config/config.yaml", "config/test/config.yaml"])
+def test_an_experiment_summary_reads_one_spec_per_setting_and_agrees_with_all(name):
+    config = validate_config(yaml.safe_load((REPO / name).read_text()))
+    for trials in all_trials(config).values():
+        n, shared, varied = experiment_summary(trials)
+        assert (n, shared, varied) == (len(trials), *trial_settings([t.spec for t in trials]))

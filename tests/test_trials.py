@@ -1,13 +1,14 @@
 """Config validation and trial enumeration (pure Python, no Snakemake)."""
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
 from matcond.config import ConfigError, validate_config
-from matcond.trials import Trial, all_trials, format_value, swept_settings
+from matcond.trials import Trial, all_trials, canonical, format_value, swept_settings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -141,3 +142,14 @@ def test_conflicting_analysis_settings_are_refused():
 
 def test_trial_equality_is_by_settings():
     assert Trial('{"a": 1}') == Trial('{"a": 1}')
+
+
+@pytest.mark.parametrize("name", ["config/config.yaml", "config/test/config.yaml"])
+def test_trials_built_per_setting_equal_trials_parsed_from_their_spec(name):
+    """Trial.of_cell writes each trial's JSON from a template and fills in its cached path
+    and seed: each must equal the trial made from scratch out of its canonical spec."""
+    for trials in all_trials(validate_config(load(name))).values():
+        for trial in trials:
+            fresh = Trial(json.dumps(canonical(json.loads(trial.spec_json)), sort_keys=True))
+            assert fresh == trial
+            assert (fresh.path, fresh.seed, fresh.spec) == (trial.path, trial.seed, trial.spec)

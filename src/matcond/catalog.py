@@ -461,17 +461,34 @@ def trial_settings(specs: list[dict]) -> tuple[dict, list[str]]:
     return shared, [k for k in keys if k not in shared]
 
 
-def report_caption(name: str, specs: dict[str, list[dict]], gn_settings: dict[str, dict]) -> str:
+def experiment_summary(trials: list) -> tuple[int, dict, list[str]]:
+    """The number of ``trials`` (:class:`matcond.trials.Trial`) and :func:`trial_settings` of
+    their specs, reading one spec per setting (the trials of a setting differ in their seed
+    only), so that 10^5 trials cost a few hundred parses, not 10^5."""
+    first_of_cell = {}
+    for trial in trials:
+        first_of_cell.setdefault(trial.cell, trial)
+    shared, varied = trial_settings([t.spec for t in first_of_cell.values()])
+    if len({t.seed for t in trials}) > 1 and "seed" in shared:
+        del shared["seed"]
+        varied = sorted([*varied, "seed"])
+    return len(trials), shared, varied
+
+
+def report_caption(
+    name: str, summaries: dict[str, tuple[int, dict, list[str]]], gn_settings: dict[str, dict]
+) -> str:
     """Figure ``name``'s report caption (reST): its caption, then for each experiment it draws
-    (``specs``: the trial settings per configured experiment) every setting its trials share,
-    defaults included, and those they vary; for each GN part its settings (``gn_settings``)."""
+    (``summaries``: per configured experiment its number of trials and
+    :func:`trial_settings` of their specs) every setting its trials share, defaults included,
+    and those they vary; for each GN part its settings (``gn_settings``)."""
     figure = FIGURES[name]
     lines = [_rest_text(figure.caption), ""]
-    for experiment in [*figure.experiments, *(e for e in figure.optional if e in specs)]:
-        shared, varied = trial_settings(specs[experiment])
+    for experiment in [*figure.experiments, *(e for e in figure.optional if e in summaries)]:
+        n_trials, shared, varied = summaries[experiment]
         lines += [
             f"``{experiment}`` (table ``results/tables/{experiment}.csv``; n per point in the "
-            f"title), {len(specs[experiment])} trials, varying ``{', '.join(varied)}``; "
+            f"title), {n_trials} trials, varying ``{', '.join(varied)}``; "
             f"every other setting: ``{json.dumps(shared, sort_keys=True)}``",
             "",
         ]

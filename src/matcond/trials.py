@@ -89,10 +89,26 @@ class Trial:
             ]
         )
 
-    @property
+    @functools.cached_property
     def seed(self) -> int:
         """The trial's seed."""
         return self.spec["seed"]
+
+    @classmethod
+    def of_cell(cls, cell: dict[str, Any], cell_path: str, seeds: Iterable[int]) -> list[Trial]:
+        """The trials of one canonical setting ``cell`` (whose path is ``cell_path``), one per
+        seed, without per-trial parsing or formatting (planning 10^5 trials stays cheap): the
+        key-sorted JSON is written once with a placeholder seed, which each trial fills in."""
+        head, placeholder, tail = json.dumps({**cell, "seed": -1}, sort_keys=True).partition(
+            '"seed": -1'
+        )
+        assert placeholder, "the seed placeholder must appear in the JSON"
+        trials = []
+        for seed in seeds:
+            trial = cls(f'{head}"seed": {seed}{tail}')
+            trial.__dict__.update(cell=cell_path, seed=seed)  # the cached properties
+            trials.append(trial)
+        return trials
 
     @functools.cached_property
     def path(self) -> str:
@@ -207,9 +223,7 @@ def experiment_trials(
                 f"{_difference(cells[key], spec)}"
             )
         cells[key] = spec
-        for seed in _seeds(experiment["seeds"]):
-            full = canonical({**spec, "seed": seed})
-            trials.append(Trial(json.dumps(full, sort_keys=True)))
+        trials += Trial.of_cell(cell, Trial(key).cell, _seeds(experiment["seeds"]))
     unused = sorted(set(swept_settings(experiment)) - applied)
     if unused:
         raise ConfigError(

@@ -1,11 +1,13 @@
 # Config validation, trial enumeration, the targets and the helpers every rule uses.
 import atexit
+import functools
 import json
 import os
 import shlex
 import sys
 
 from matcond.catalog import FIGURES, config_notes, report_caption
+from matcond.catalog import experiment_summary as summarise_experiment
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.claims_check import validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
@@ -124,9 +126,10 @@ GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trial
 BLOCKS = {b.path: b for b in blocks_of(TRIAL_BY_PATH.values(), config["block_size"])}
 BLOCK_OF_TRIAL = {t.path: b for b in BLOCKS.values() for t in b.trials}
 WEIGHTS_SAVED = {
-    path
-    for path, t in TRIAL_BY_PATH.items()
-    if config["save_weights"] or t.spec["save_recorded_weights"]
+    t.path
+    for b in BLOCKS.values()
+    if config["save_weights"] or b.trials[0].spec["save_recorded_weights"]
+    for t in b.trials
 } | {t.path for ts in GN_TRIALS.values() for t in ts}
 # The settings of each GN part as JSON: the jobs' params, and what their tables store.
 GN_TRIAL_SETTINGS = {
@@ -304,7 +307,14 @@ def experiment_manifests(wildcards):
 def experiment_trials_json(wildcards):
     """The experiment's trials (matcond.trials.seeds_by_cell) as JSON: what its aggregate
     reads."""
-    return json.dumps(seeds_by_cell(TRIALS[wildcards.experiment]))
+    return experiment_cells_json(wildcards.experiment)
+
+
+@functools.cache
+def experiment_cells_json(experiment):
+    """:func:`experiment_trials_json`, once per experiment (Snakemake evaluates params
+    several times)."""
+    return json.dumps(seeds_by_cell(TRIALS[experiment]))
 
 
 def swept_json(wildcards):
@@ -332,15 +342,21 @@ def figure_category(wildcards):
 def figure_caption(wildcards):
     """The figure's caption with the settings of its experiments or GN parts, for the report."""
     figure = FIGURES[wildcards.figure]
-    specs = {
-        e: [t.spec for t in TRIALS[e]]
+    summaries = {
+        e: experiment_summary(e)
         for e in [*figure.experiments, *figure.optional]
         if e in TRIALS
     }
     gn_settings = {
         p: GN[p] if p in GN_TRIALS else GN["sweeps"][p] for p in figure.gauss_newton
     }
-    return report_caption(wildcards.figure, specs, gn_settings)
+    return report_caption(wildcards.figure, summaries, gn_settings)
+
+
+@functools.cache
+def experiment_summary(experiment):
+    """matcond.catalog.experiment_summary of an experiment, once (not once per figure)."""
+    return summarise_experiment(TRIALS[experiment])
 
 
 def all_manifests():
@@ -352,7 +368,7 @@ def trials_json(wildcards):
     """Each experiment's trials (matcond.trials.seeds_by_cell), as JSON (the same for any
     order of the config's keys)."""
     return json.dumps(
-        {e: seeds_by_cell(ts) for e, ts in TRIALS.items()}, sort_keys=True
+        {e: json.loads(experiment_cells_json(e)) for e in TRIALS}, sort_keys=True
     )
 
 
