@@ -1,14 +1,18 @@
-"""What a training trial costs under SLURM besides its training: one job per trial vs grouped.
+"""What a training trial costs under SLURM besides its training: one job per trial, one per
+block of seeds, and blocks grouped.
 
 Brings up the single-node test cluster (``tests/slurm/cluster.sh up``: root and the Debian
 SLURM packages; ``tests/slurm/cluster.sh install``), runs the small config (exp1_dimension,
 d in {4, 8}, ``--seeds`` seeds, 20 epochs, no Gauss-Newton sweeps) from an empty results/
 through ``profiles/slurm`` once per mode, and stops the cluster (``cluster.sh down``):
 
-- ``per-trial``: ``--group-components trials=1``, one SLURM job per trial;
-- ``grouped-no-server``: up to 16 trials per job, each job's script in its own Python
+- ``per-trial``: ``block_size: 1`` and ``--group-components trials=1``, one SLURM job per
+  trial (the workflow before blocks of seeds);
+- ``per-block``: ``--group-components trials=1``, one SLURM job per block of seeds
+  (``block_size``, 16 by default);
+- ``grouped-no-server``: up to 16 blocks per job, each block's script in its own Python
   (``job_server: false``);
-- ``grouped``: the profile as it is (``trials=16``), the group job's trials run by the job
+- ``grouped``: the profile as it is (``trials=16``), the group job's blocks run by the job
   server that the group job starts.
 
 Aggregation, plots and claims are one ``post`` job in both. Per mode it prints the workflow's
@@ -16,13 +20,13 @@ wall time, the SLURM span of the trials (first submission to last end), and per 
 
 - job seconds: ``sacct`` ElapsedRaw of the trial jobs, summed and divided by the trials;
 - CPU seconds: the same weighted by AllocCPUS (a group job holds 2 CPUs);
-- compute: the in-process ``compute_seconds=`` that matcond.run.run_trial_job logs into
-  ``results/logs/train/<trial>.log``;
+- compute: the in-process ``compute_seconds=`` (over its ``trials=``) that
+  matcond.run.run_block_job logs into ``results/logs/train/<block>.log``;
 - overhead = job (or CPU) seconds - compute: Snakemake's start and DAG in the job, ``srun``,
   the Python start and imports (mostly ``import torch``: ~4 s of a ~4.3 s job locally).
 
     sudo .venv/bin/python benchmarks/slurm_overhead.py               # 4 trials per mode
-    sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 8     # 16 trials
+    sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 64    # 128 trials, 8 blocks
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ from slurmcluster import ACCOUNT, PARTITION, client_env, run_script, skip_reason
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (.*)\)\.")
 MODES = {
-    "per-trial": ["--group-components", "trials=1"],
+    "per-trial": ["--group-components", "trials=1", "--config", "block_size=1"],
+    "per-block": ["--group-components", "trials=1"],
     "grouped-no-server": ["--config", "job_server=False"],
     "grouped": [],
 }
@@ -106,9 +111,9 @@ def measure(workdir: Path, env: dict[str, str], extra: list[str]) -> dict[str, f
         time.sleep(1)
     else:
         sys.exit(f"trial jobs not all COMPLETED in sacct: {jobs}")
-    logs = list((workdir / "results" / "logs" / "train").rglob("*.log"))
-    compute = [float(re.search(r"compute_seconds=([\d.]+)", p.read_text()).group(1)) for p in logs]
-    trials = len(compute)
+    logs = [p.read_text() for p in (workdir / "results" / "logs" / "train").rglob("*.log")]
+    compute = [float(re.search(r"compute_seconds=([\d.]+)", text).group(1)) for text in logs]
+    trials = sum(int(re.search(r"trials=(\d+)", text).group(1)) for text in logs)
     job_seconds = sum(int(j["ElapsedRaw"]) for j in jobs)
     cpu_seconds = sum(int(j["ElapsedRaw"]) * int(j["AllocCPUS"]) for j in jobs)
     first = min(datetime.fromisoformat(j["Submit"]) for j in jobs)

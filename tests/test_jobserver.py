@@ -72,7 +72,7 @@ def job(spec: dict, directory: Path, name: str, seeds: tuple[int, ...] = ()) -> 
     seeds = list(seeds) or [spec["seed"]]
     cell = {k: v for k, v in spec.items() if k != "seed"}
     block = {"spec": cell, "seeds": seeds, "save_weights": seeds}
-    output = {"manifest": str(out / "seeds0-15.json"), "benchmark": str(out / "bench.tsv")}
+    output = {"manifest": str(out / "seeds0-63.json"), "benchmark": str(out / "bench.tsv")}
     params = {"block": json.dumps(block, sort_keys=True)}
     return request("train", output, out / "job.log", params=params)
 

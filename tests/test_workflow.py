@@ -218,14 +218,14 @@ def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, 
 
 
 def test_adding_seeds_reruns_only_their_blocks_and_what_reads_them(finished, small_config):
-    """A third seed of exp1_dimension joins the block of seeds 0-15 of each of its two
+    """A third seed of exp1_dimension joins the block of seeds 0-63 of each of its two
     settings: those two blocks are trained again, and every experiment with a trial in them
     (its settings are shared with others) is aggregated again; no other block is trained."""
     config = yaml.safe_load(yaml.safe_dump(small_config))
     config["experiments"]["exp1_dimension"]["seeds"] = 3
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
-    assert len(trained) == 2 and all(out.endswith("/seeds0-15.json") for out in trained)
+    assert len(trained) == 2 and all(out.endswith("/seeds0-63.json") for out in trained)
     assert {"/d4/", "/d8/"} == {re.search(r"/d\d+/", out).group() for out in trained}
     aggregated = {
         out.split("/")[-1].removesuffix(".parquet") for r, out in jobs if r == "aggregate"
@@ -251,7 +251,7 @@ def test_rerun_of_a_block_is_bit_identical(finished, tmp_path):
     tables and weights are rewritten with the same bytes."""
     copy = tmp_path / "copy"
     shutil.copytree(finished, copy, symlinks=True)
-    manifest = next((copy / "results" / "trials").rglob("*-weights-*/seeds0-15.json"))
+    manifest = next((copy / "results" / "trials").rglob("*-weights-*/seeds0-63.json"))
     target = str(manifest.relative_to(copy))
     snakemake(copy, "--force", target, "--cores", "1")
     rewritten = [manifest, *manifest.parent.glob("seed[0-9]*.*")]
