@@ -3,9 +3,11 @@
 Every parquet file is written atomically with a CRC checksum per page (pyarrow's
 ``write_page_checksum``) and read with verification, so a flipped byte or a truncated file
 fails naming the file. A trial's table and weights also carry the trial's spec, which the
-reader checks against the path it was asked for. :func:`damaged_files` runs the cheap checks
-(footer, spec, the structure of CSV, PNG, PDF, HTML and safetensors files) over a results
-directory before any job, so that damaged files are set aside and rebuilt (common.smk).
+reader checks against the path it was asked for, and the manifest of the training block that
+wrote them lists their sizes and SHA-256 (outside the files they protect). :func:`damaged_files`
+runs the cheap checks (each block's manifest and the files it lists, footers of other tables,
+the structure of CSV, PNG, PDF, HTML and safetensors files) over a results directory before
+any job, so that damaged files are set aside and rebuilt (common.smk).
 Light imports only at module level: the Snakefile imports it at parse time.
 """
 
