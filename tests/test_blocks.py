@@ -10,7 +10,7 @@ import yaml
 from matcond.config import validate_config
 from matcond.files import read_manifest
 from matcond.run import run_block_job
-from matcond.trials import Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
+from matcond.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,10 +82,10 @@ def train_in_blocks(settings: list[Trial], size: int, root: Path, seeds=range(4)
         cell = {k: v for k, v in setting.spec.items() if k != "seed"}
         trials = [trial(cell, s) for s in seeds]
         for block in blocks_of(trials, size):
-            request = {"spec": cell, "seeds": block.seeds, "save_weights": block.seeds}
+            request = block.request(saved={t.path for t in trials})
             manifest = root / f"{block.path}.json"
             manifest.parent.mkdir(parents=True, exist_ok=True)
-            run_block_job(json.dumps(request), str(manifest), 1, "cpu", str(root / "bench.tsv"))
+            run_block_job(request, str(manifest), 1, "cpu", str(root / "bench.tsv"))
     return root
 
 
@@ -124,9 +124,12 @@ def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path):
 def test_a_block_saves_weights_only_where_asked(tmp_path, saved):
     (setting,) = distinct_settings()[:1]
     cell = {k: v for k, v in setting.spec.items() if k != "seed"}
+    trials = [trial(cell, 0), trial(cell, 1)]
     manifest = tmp_path / "seeds0-1.json"
-    request = {"spec": cell, "seeds": [0, 1], "save_weights": saved}
-    run_block_job(json.dumps(request), str(manifest), 1, "cpu", str(tmp_path / "bench.tsv"))
+    request = Block(tuple(trials), 0, 2).request(saved={trials[s].path for s in saved})
+    run_block_job(request, str(manifest), 1, "cpu", str(tmp_path / "bench.tsv"))
+    request = json.loads(request)
+    assert request == {"spec": cell, "seeds": [0, 1], "save_weights": saved}
     assert sorted(p.name for p in tmp_path.glob("seed?.*")) == sorted(
         ["seed0.parquet", "seed1.parquet", *(f"seed{s}.safetensors" for s in saved)]
     )

@@ -25,7 +25,7 @@ from matcond.files import (
     write_parquet,
 )
 from matcond.run import write_table, write_weights
-from matcond.trials import Trial, canonical
+from matcond.trials import Block, Trial, canonical
 
 
 def trial_of(spec: dict) -> Trial:
@@ -34,10 +34,7 @@ def trial_of(spec: dict) -> Trial:
 
 def block_request(trials: list[Trial]) -> str:
     """The request JSON of a block of ``trials`` of one setting, saving no weights."""
-    cell = {k: v for k, v in trials[0].spec.items() if k != "seed"}
-    return json.dumps(
-        {"spec": cell, "seeds": [t.seed for t in trials], "save_weights": []}, sort_keys=True
-    )
+    return Block(tuple(trials), 0, 4).request(saved=())
 
 
 def write_block(results, trials: list[Trial], table: pd.DataFrame):

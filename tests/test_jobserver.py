@@ -35,7 +35,7 @@ from matcond.execution.jobserver import (
     execute,
     slurm_group_jobs,
 )
-from matcond.trials import Trial
+from matcond.trials import Block, Trial
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,11 +69,12 @@ def job(spec: dict, directory: Path, name: str, seeds: tuple[int, ...] = ()) -> 
     of ``spec``, saving their weights; its files go to ``directory``/``name``/."""
     out = directory / name
     out.mkdir(parents=True, exist_ok=True)
-    seeds = list(seeds) or [spec["seed"]]
-    cell = {k: v for k, v in spec.items() if k != "seed"}
-    block = {"spec": cell, "seeds": seeds, "save_weights": seeds}
+    trials = [
+        Trial(json.dumps({**spec, "seed": s}, sort_keys=True)) for s in seeds or [spec["seed"]]
+    ]
+    block = Block(tuple(trials), 0, 64)
     output = {"manifest": str(out / "seeds0-63.json"), "benchmark": str(out / "bench.tsv")}
-    params = {"block": json.dumps(block, sort_keys=True)}
+    params = {"block": block.request(saved={t.path for t in trials})}
     return request("train", output, out / "job.log", params=params)
 
 

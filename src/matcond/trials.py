@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +144,14 @@ class Block:
     def seeds(self) -> list[int]:
         """The seeds it trains, ascending."""
         return [t.seed for t in self.trials]
+
+    def request(self, saved: Collection[str]) -> str:
+        """What a training job trains, as canonical JSON: the setting's spec without the seed
+        (``spec``), its ``seeds``, and ``save_weights``, the seeds of its trials whose paths
+        are in ``saved``. The job's one param: a change reruns the block."""
+        cell = {k: v for k, v in self.trials[0].spec.items() if k != "seed"}
+        kept = [t.seed for t in self.trials if t.path in saved]
+        return json.dumps({"spec": cell, "seeds": self.seeds, "save_weights": kept}, sort_keys=True)
 
 
 def blocks_of(trials: Iterable[Trial], size: int) -> list[Block]:

@@ -6,8 +6,7 @@ import os
 import shlex
 import sys
 
-from matcond.catalog import FIGURES, config_notes, report_caption
-from matcond.catalog import experiment_summary as summarise_experiment
+from matcond.catalog import FIGURES, config_notes, experiment_summary, report_caption
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.claims_check import validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
@@ -222,20 +221,9 @@ def trial_spec(wildcards):
     return TRIAL_BY_PATH[wildcards.trial].spec_json
 
 
-def block_request(block):
-    """What a training job trains, as canonical JSON: the block's setting (without seed), its
-    seeds and those whose weights it saves (its one param: a change reruns the block).
-    """
-    cell = {k: v for k, v in block.trials[0].spec.items() if k != "seed"}
-    saved = [t.seed for t in block.trials if t.path in WEIGHTS_SAVED]
-    return json.dumps(
-        {"spec": cell, "seeds": block.seeds, "save_weights": saved}, sort_keys=True
-    )
-
-
 def block_json(wildcards):
-    """:func:`block_request` of the block at results/trials/{block}."""
-    return block_request(BLOCKS[wildcards.block])
+    """The request (matcond.trials.Block.request) of the block at results/trials/{block}."""
+    return BLOCKS[wildcards.block].request(WEIGHTS_SAVED)
 
 
 def block_manifest(trial_path):
@@ -307,14 +295,14 @@ def experiment_manifests(wildcards):
 def experiment_trials_json(wildcards):
     """The experiment's trials (matcond.trials.seeds_by_cell) as JSON: what its aggregate
     reads."""
-    return experiment_cells_json(wildcards.experiment)
+    return json.dumps(experiment_cells(wildcards.experiment))
 
 
 @functools.cache
-def experiment_cells_json(experiment):
-    """:func:`experiment_trials_json`, once per experiment (Snakemake evaluates params
-    several times)."""
-    return json.dumps(seeds_by_cell(TRIALS[experiment]))
+def experiment_cells(experiment):
+    """matcond.trials.seeds_by_cell of an experiment's trials, once per experiment (Snakemake
+    evaluates params several times)."""
+    return seeds_by_cell(TRIALS[experiment])
 
 
 def swept_json(wildcards):
@@ -343,7 +331,7 @@ def figure_caption(wildcards):
     """The figure's caption with the settings of its experiments or GN parts, for the report."""
     figure = FIGURES[wildcards.figure]
     summaries = {
-        e: experiment_summary(e)
+        e: cached_summary(e)
         for e in [*figure.experiments, *figure.optional]
         if e in TRIALS
     }
@@ -354,9 +342,9 @@ def figure_caption(wildcards):
 
 
 @functools.cache
-def experiment_summary(experiment):
+def cached_summary(experiment):
     """matcond.catalog.experiment_summary of an experiment, once (not once per figure)."""
-    return summarise_experiment(TRIALS[experiment])
+    return experiment_summary(TRIALS[experiment])
 
 
 def all_manifests():
@@ -367,9 +355,7 @@ def all_manifests():
 def trials_json(wildcards):
     """Each experiment's trials (matcond.trials.seeds_by_cell), as JSON (the same for any
     order of the config's keys)."""
-    return json.dumps(
-        {e: json.loads(experiment_cells_json(e)) for e in TRIALS}, sort_keys=True
-    )
+    return json.dumps({e: experiment_cells(e) for e in TRIALS}, sort_keys=True)
 
 
 def all_per_trial_tables():
@@ -423,7 +409,7 @@ def set_aside_damaged_outputs():
     --lint only name them."""
     if not workflow.is_main_process:
         return
-    blocks = {path: block_request(block) for path, block in BLOCKS.items()}
+    blocks = {path: block.request(WEIGHTS_SAVED) for path, block in BLOCKS.items()}
     outputs = [f for f in all_targets() if not f.startswith("results/trials/")]
     # the report is no rule's output, but an interrupted --report leaves it empty
     outputs.append(REPORT)
