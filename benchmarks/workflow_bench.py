@@ -4,8 +4,8 @@ Runs `snakemake` on a config in fresh working directories, once with the job ser
 (`job_server: true`, the default: every job runs in a forked child of one process that has
 imported torch, pandas, matplotlib and the job modules) and once without (every job starts
 Python and imports what it needs), then reads
-every training job's benchmark file (wall seconds, written by Snakemake) and its log (the
-in-process compute seconds and peak RSS, written by matcond.run.run_trial_job), and prints
+every training job's benchmark file (a block of seeds: wall seconds, the in-process compute
+seconds summed over its trials and peak RSS, written by matcond.run.run_block_job), and prints
 per mode:
 - the workflow's wall time and its job count;
 - per training job: wall, compute, overhead = wall - compute (interpreter start, imports,
@@ -52,8 +52,8 @@ def run_workflow(workdir: Path, config: dict, cores: int) -> float:
 
 
 def training_jobs(workdir: Path) -> pd.DataFrame:
-    """One row per training job: dim, wall seconds, compute seconds, peak RSS (MB), from the
-    benchmark each training process writes (matcond.run.write_benchmark)."""
+    """One row per training job (a block): dim, wall seconds, compute seconds, peak RSS
+    (MB), from the benchmark each training job writes (matcond.run.write_benchmark)."""
     rows = []
     for bench in (workdir / "results" / "benchmarks" / "train").rglob("*.tsv"):
         record = pd.read_csv(bench, sep="\t").iloc[0]
@@ -113,7 +113,9 @@ def gn_seconds(workdir: Path) -> pd.DataFrame:
 
 def report(mode: str, wall: float, jobs: pd.DataFrame, cores: int) -> None:
     """Print one mode's figures."""
-    print(f"== {mode}: workflow wall time (--cores {cores}): {wall:.1f} s, {len(jobs)} trials")
+    print(
+        f"== {mode}: workflow wall time (--cores {cores}): {wall:.1f} s, {len(jobs)} training jobs"
+    )
     median = jobs[["wall", "compute", "overhead"]].median()
     print(
         f"training jobs, median s: wall {median['wall']:.2f}, compute {median['compute']:.2f}, "

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from matcond import run
 from matcond.config import validate_config
 from matcond.files import read_manifest
-from matcond.run import run_block_job
 from matcond.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,14 +85,19 @@ def train_in_blocks(settings: list[Trial], size: int, root: Path, seeds=range(4)
             request = block.request(saved={t.path for t in trials})
             manifest = root / f"{block.path}.json"
             manifest.parent.mkdir(parents=True, exist_ok=True)
-            run_block_job(request, str(manifest), 1, "cpu", str(root / "bench.tsv"))
+            run.run_block_job(request, str(manifest), 1, "cpu", str(root / "bench.tsv"))
     return root
 
 
-def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path):
+def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path, monkeypatch):
+    """Blocks of 1, 3 and 16 seeds (each trained side by side as one batch: the small config's
+    dims are far below matcond.run.BATCH_ELEMENTS), and a block of 16 trained one seed at a
+    time ("16/1")."""
     settings = distinct_settings()
     assert len(settings) >= 15  # every model, optimizer and strategy of the small config
     roots = {size: train_in_blocks(settings, size, tmp_path / f"b{size}") for size in (1, 3, 16)}
+    monkeypatch.setattr(run, "BATCH_ELEMENTS", 1)
+    roots["16/1"] = train_in_blocks(settings, 16, tmp_path / "b16-1")
     files = {
         size: {
             p.relative_to(root): p.read_bytes()
@@ -104,6 +109,7 @@ def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path):
     assert len(files[1]) == 2 * 4 * len(settings)  # a table and weights per trial
     assert files[3] == files[1]
     assert files[16] == files[1]
+    assert files["16/1"] == files[1]
     # the manifests of different block sizes list the same records for the same trials
     records = {
         size: {
@@ -117,7 +123,7 @@ def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path):
         size: {(k[0].relative_to(roots[size]), k[1]): v for k, v in r.items()}
         for size, r in records.items()
     }
-    assert as_relative[3] == as_relative[1] == as_relative[16]
+    assert as_relative[3] == as_relative[1] == as_relative[16] == as_relative["16/1"]
 
 
 @pytest.mark.parametrize("saved", [[], [1]])
@@ -127,7 +133,7 @@ def test_a_block_saves_weights_only_where_asked(tmp_path, saved):
     trials = [trial(cell, 0), trial(cell, 1)]
     manifest = tmp_path / "seeds0-1.json"
     request = Block(tuple(trials), 0, 2).request(saved={trials[s].path for s in saved})
-    run_block_job(request, str(manifest), 1, "cpu", str(tmp_path / "bench.tsv"))
+    run.run_block_job(request, str(manifest), 1, "cpu", str(tmp_path / "bench.tsv"))
     request = json.loads(request)
     assert request == {"spec": cell, "seeds": [0, 1], "save_weights": saved}
     assert sorted(p.name for p in tmp_path.glob("seed?.*")) == sorted(

@@ -19,20 +19,21 @@ def randn(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
-def test_spectral_penalty_gradient_matches_autograd():
-    w = randn(5, 5).requires_grad_()
-    log_kappa_goal = 0.7
+def test_spectral_penalty_gradient_matches_autograd_per_seed():
+    w = torch.stack([randn(5, 5), randn(5, 5, seed=1)]).requires_grad_()
+    goals = torch.tensor([0.7, 0.2], dtype=torch.float64)
     s = torch.linalg.svdvals(w)
-    (0.3 * (torch.log(s[0] / s[-1]) - log_kappa_goal) ** 2).backward()
+    (0.3 * (torch.log(s[:, 0] / s[:, -1]) - goals) ** 2).sum().backward()
     torch.testing.assert_close(
-        spectral_penalty_grad(w, log_kappa_goal, 0.3, 1e9), w.grad, rtol=1e-9, atol=1e-12
+        spectral_penalty_grad(w, goals, 0.3, 1e9), w.grad, rtol=1e-9, atol=1e-12
     )
 
 
-def test_spectral_penalty_gradient_is_clipped():
-    grad = spectral_penalty_grad(randn(4, 4), 5.0, 10.0, 0.5)
-    assert torch.linalg.norm(grad) == pytest.approx(0.5)
-    assert spectral_penalty_grad(torch.zeros(3, 3, dtype=torch.float64), 1.0, 10.0, 0.5) is None
+def test_spectral_penalty_gradient_is_clipped_per_seed_and_zero_for_a_singular_matrix():
+    w = torch.stack([randn(4, 4), torch.zeros(4, 4, dtype=torch.float64), randn(4, 4, seed=1)])
+    grad = spectral_penalty_grad(w, torch.tensor([5.0, 1.0, 5.0], dtype=torch.float64), 10.0, 0.5)
+    norms = torch.linalg.vector_norm(grad, dim=(-2, -1))
+    assert norms.tolist() == [pytest.approx(0.5), 0.0, pytest.approx(0.5)]
 
 
 def test_spectral_decay_pulls_kappa_toward_one(spec):
@@ -77,28 +78,32 @@ def test_inits_draw_what_they_say(spec, init):
 
 
 def test_svd_correction_blends_singular_values():
-    w, target_s = randn(4, 4), torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=torch.float64)
+    w, target_s = randn(2, 4, 4), torch.tensor([[4.0, 3.0, 2.0, 1.0], [1.0, 1.0, 1.0, 0.5]])
+    target_s = target_s.double()
     before = torch.linalg.svdvals(w)
     svd_correct(w, target_s, 0.25)
     torch.testing.assert_close(torch.linalg.svdvals(w), 0.75 * before + 0.25 * target_s)
 
 
 def test_effective_matrices():
-    w, w2 = randn(3, 3), randn(3, 3, seed=1)
+    """Each seed's slice is its own model (two seeds here)."""
+    w, w2 = randn(2, 3, 3), randn(2, 3, 3, seed=1)
     mult = models.RowColumnMultipliers(w.clone())
     with torch.no_grad():
-        mult.r.copy_(torch.tensor([1.0, 2.0, 3.0]))
-    torch.testing.assert_close(mult.effective(), torch.diag(mult.r) @ w)
+        mult.r.copy_(torch.tensor([[1.0, 2.0, 3.0], [3.0, 1.0, 0.5]]))
+    for i in range(2):
+        torch.testing.assert_close(mult.effective()[i], torch.diag(mult.r[i]) @ w[i])
     torch.testing.assert_close(models.SingularValueMultipliers(w.clone()).effective(), w)
     deep = models.DeepLinear([w.clone(), w2.clone()])
-    torch.testing.assert_close(deep.effective(), w2 @ w)
+    torch.testing.assert_close(deep.effective(), torch.stack([w2[i] @ w[i] for i in range(2)]))
     assert set(deep.matrices()) == {"product", "layer1", "layer2"}
-    x = randn(7, 3, seed=2)
-    torch.testing.assert_close(models.ReluMLP(w.clone(), w2.clone())(x), torch.relu(x @ w.T) @ w2.T)
+    x = randn(2, 7, 3, seed=2)
+    expected = torch.stack([torch.relu(x[i] @ w[i].T) @ w2[i].T for i in range(2)])
+    torch.testing.assert_close(models.ReluMLP(w.clone(), w2.clone())(x), expected)
 
 
 def test_multipliers_train_at_their_own_learning_rate(spec):
-    model = build_model({**spec, "strategy": "multipliers"}, CPU)
+    model = build_model([{**spec, "strategy": "multipliers"}], CPU)
     groups = model.param_groups(0.01, 0.1)
     assert [g["lr"] for g in groups] == [0.01, pytest.approx(0.001)]
     assert groups[1]["params"] == [model.r, model.c]

@@ -1,10 +1,11 @@
 """The online-regression trainer against closed forms of its expected trajectory."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from matcond.run import run_trial
+from matcond.run import run_trial, run_trials
 from matcond.targets import make_target
 from matcond.training import all_finite, record_epochs, train
 
@@ -12,7 +13,8 @@ CPU = torch.device("cpu")
 
 
 def final_weight(target, spec):
-    return train(spec, {"product": target}, CPU, lambda *args: None).final["product"]
+    (outcome,) = train([spec], [{"product": target}], CPU, lambda *args: None)
+    return outcome.final["product"]
 
 
 def test_sgd_from_zero_init_follows_one_minus_lr_to_the_t(spec):
@@ -104,8 +106,12 @@ def test_all_finite_agrees_with_the_elementwise_mask(dtype):
             t = t.clamp(-big, big)
             if bad is not None:
                 t[where] = bad
-            assert all_finite(t) is bool(torch.isfinite(t).all()) is (bad is None)
-    assert all_finite(torch.empty(0, 3, dtype=dtype))
+            assert all_finite(t[None]).tolist() == [bool(torch.isfinite(t).all())]
+            assert bool(torch.isfinite(t).all()) is (bad is None)
+            # one verdict per seed: a bad entry in one seed's slice does not mark the others
+            stacked = torch.stack([torch.ones_like(t), t, torch.zeros_like(t)])
+            assert all_finite(stacked).tolist() == [True, bad is None, True]
+    assert all_finite(torch.empty(2, 0, 3, dtype=dtype)).tolist() == [True, True]
 
 
 def test_record_epochs():
@@ -142,3 +148,29 @@ def test_recorded_weights_are_saved_only_when_asked(spec):
         np.testing.assert_array_equal(saved[f"epoch6.{name}"], saved[f"final.{name}"])
         assert not np.array_equal(saved[f"epoch3.{name}"], saved[f"epoch0.{name}"])
         np.testing.assert_array_equal(saved[f"final.{name}"], plain[f"final.{name}"])
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"optimizer": "sgd", "strategy": "standard", "lr": 1.7},
+        {"optimizer": "sgd", "strategy": "multipliers", "lr": 1.7, "multiplier_lr_ratio": 1.0},
+        # a loss above its first epoch's counts as divergence: Adam's trials stop one by one
+        {"optimizer": "adam", "strategy": "standard", "lr": 0.05, "divergence_loss_ratio": 1.0},
+    ],
+)
+def test_trials_that_stop_early_leave_the_others_unchanged(spec, changes):
+    """Seeds that diverge at different epochs, trained side by side and one at a time: the
+    same tables and weights, to the bit (the stopped trials leave the batch, with their
+    optimizer state)."""
+    cell = {**spec, "dim": 8, "batch_size": 16, "epochs": 40, "record_every": 5, **changes}
+    specs = [{**cell, "seed": seed} for seed in range(6)]
+    together = run_trials(specs, CPU)
+    alone = [run_trial(s, CPU) for s in specs]
+    epochs = {t["diverged_epoch"].iloc[0] for t, _ in together}
+    assert len(epochs) >= 2  # the trials stop at different epochs (or some never do)
+    for (table, weights), (table_alone, weights_alone) in zip(together, alone, strict=True):
+        pd.testing.assert_frame_equal(table, table_alone, check_exact=True)
+        assert weights.keys() == weights_alone.keys()
+        for name, w in weights.items():
+            np.testing.assert_array_equal(w, weights_alone[name])

@@ -53,7 +53,7 @@ def relative_error(a: np.ndarray | float, b: np.ndarray | float) -> float:
     """||a - b|| / ||b|| (Euclidean / absolute value); NaN if b is not finite."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    if not np.all(np.isfinite(b)):
+    if not np.isfinite(b).all():
         return float("nan")
     num = float(np.linalg.norm(np.ravel(a - b)))
     den = float(np.linalg.norm(np.ravel(b)))
@@ -150,7 +150,7 @@ def compare(
     if w.shape != t.shape or w.ndim != 2:
         raise ValueError(f"need two matrices of one shape, got {w.shape} and {t.shape}")
     nan = float("nan")
-    if not np.all(np.isfinite(w)):  # a diverged run: nothing is comparable
+    if not np.isfinite(w).all():  # a diverged run: nothing is comparable
         return [
             ComponentError(name, nan, nan, nan)
             for name in component_names(effective_rank_thresholds)

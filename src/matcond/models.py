@@ -1,11 +1,15 @@
 """The trained models and their teachers, one class each, in one registry (:data:`MODELS`).
 
-Every model maps a batch x (batch x in_dim, or batch x tokens x dim for the attention block)
-to predictions of the same shape, exposes its parameter groups with their learning-rate
-factors, and names the matrices whose components are recorded: ``product`` is the end-to-end
-matrix (W_eff for one layer, W_L ... W_1 for a deep linear net, W_2 W_1 for the ReLU MLP,
-which is not its function), ``layer{l}`` each layer; the attention block records the products
-that its function determines (see :class:`AttentionBlock`).
+A model holds the trials of a block of seeds side by side: each parameter has a leading seed
+axis (a layer is seeds x dim x dim), and every operation acts on each seed's slice alone, with
+the kernels a single trial would use (matrix products are batched matmuls whose entries are
+computed as one matrix product each), so that a trial's numbers do not depend on which seeds it
+trains beside. A model maps inputs x (seeds x batch x in_dim, or seeds x batch x tokens x dim
+for the attention block) to predictions of the same shape, exposes its parameter groups with
+their learning-rate factors, and names the matrices whose components are recorded: ``product``
+is the end-to-end matrix (W_eff for one layer, W_L ... W_1 for a deep linear net, W_2 W_1 for
+the ReLU MLP, which is not its function), ``layer{l}`` each layer; the attention block records
+the products that its function determines (see :class:`AttentionBlock`).
 
 A registered class also says how a trial builds it (:meth:`Model.build`, from the spec and a
 function that draws one initial layer), what its teacher is (:meth:`Model.teacher_weights`,
@@ -49,6 +53,14 @@ class Model(torch.nn.Module):
         """Parameters trained at the multipliers' learning rate (none by default)."""
         return []
 
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep the trials at positions ``keep`` of the seed axis: every parameter is replaced
+        by a new one holding those slices (autograd keeps a parameter's shape)."""
+        for module in self.modules():
+            for name, p in list(module.named_parameters(recurse=False)):
+                slices = p.detach()[keep.to(p.device)]
+                module.register_parameter(name, torch.nn.Parameter(slices))
+
     def effective(self) -> torch.Tensor:
         """The end-to-end matrix (``product``)."""
         raise NotImplementedError
@@ -61,11 +73,11 @@ class Model(torch.nn.Module):
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x @ self.effective().T
+        return x @ self.effective().mT
 
     @classmethod
     def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
-        """The trial's model, its layers drawn by ``layer()`` in order."""
+        """The trials' model, its layers drawn by ``layer()`` (seeds x dim x dim) in order."""
         raise NotImplementedError
 
     @staticmethod
@@ -75,8 +87,8 @@ class Model(torch.nn.Module):
 
     @staticmethod
     def teacher(weights: dict[str, torch.Tensor]) -> Teacher:
-        """y = W* x."""
-        return lambda x: x @ weights["product"].T
+        """y = W* x (``weights``: seeds x ... tensors)."""
+        return lambda x: x @ weights["product"].mT
 
     @staticmethod
     def input_shape(spec: dict) -> tuple[int, ...]:
@@ -104,14 +116,15 @@ class RowColumnMultipliers(Linear):
 
     def __init__(self, w0: torch.Tensor):
         super().__init__(w0)
-        self.r = torch.nn.Parameter(torch.ones(w0.shape[0], dtype=w0.dtype, device=w0.device))
-        self.c = torch.nn.Parameter(torch.ones(w0.shape[1], dtype=w0.dtype, device=w0.device))
+        seeds, rows, cols = w0.shape
+        self.r = torch.nn.Parameter(torch.ones(seeds, rows, dtype=w0.dtype, device=w0.device))
+        self.c = torch.nn.Parameter(torch.ones(seeds, cols, dtype=w0.dtype, device=w0.device))
 
     def multipliers(self) -> list[torch.nn.Parameter]:
         return [self.r, self.c]
 
     def effective(self) -> torch.Tensor:
-        return self.r[:, None] * self.layers[0] * self.c[None, :]
+        return self.r[:, :, None] * self.layers[0] * self.c[:, None, :]
 
 
 class SingularValueMultipliers(Linear):
@@ -119,14 +132,17 @@ class SingularValueMultipliers(Linear):
 
     def __init__(self, w0: torch.Tensor):
         super().__init__(w0)
-        self.m = torch.nn.Parameter(torch.ones(min(w0.shape), dtype=w0.dtype, device=w0.device))
+        seeds, rows, cols = w0.shape
+        self.m = torch.nn.Parameter(
+            torch.ones(seeds, min(rows, cols), dtype=w0.dtype, device=w0.device)
+        )
 
     def multipliers(self) -> list[torch.nn.Parameter]:
         return [self.m]
 
     def effective(self) -> torch.Tensor:
         u, s, vh = torch.linalg.svd(self.layers[0], full_matrices=False)
-        return (u * (self.m * s)) @ vh
+        return (u * (self.m * s)[:, None, :]) @ vh
 
 
 class DeepLinear(Model):
@@ -158,7 +174,7 @@ class ReluMLP(Model):
         return self.layers[1] @ self.layers[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ self.layers[0].T) @ self.layers[1].T
+        return torch.relu(x @ self.layers[0].mT) @ self.layers[1].mT
 
     @classmethod
     def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
@@ -173,7 +189,7 @@ class ReluMLP(Model):
     @staticmethod
     def teacher(weights: dict[str, torch.Tensor]) -> Teacher:
         """y = W2* relu(W1* x)."""
-        return lambda x: torch.relu(x @ weights["layer1"].T) @ weights["layer2"].T
+        return lambda x: torch.relu(x @ weights["layer1"].mT) @ weights["layer2"].mT
 
 
 class AttentionBlock(Model):
@@ -196,13 +212,13 @@ class AttentionBlock(Model):
 
     def matrices(self) -> dict[str, torch.Tensor]:
         wq, wk, wv, wo, w1, w2 = self.layers
-        return {"qk": wq.T @ wk, "ov": wo @ wv, "mlp1": w1, "mlp2": w2}
+        return {"qk": wq.mT @ wk, "ov": wo @ wv, "mlp1": w1, "mlp2": w2}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         wq, wk, wv, wo, w1, w2 = self.layers
-        scores = (x @ wq.T) @ (x @ wk.T).transpose(-1, -2) / x.shape[-1] ** 0.5
-        h = x + torch.softmax(scores, dim=-1) @ (x @ wv.T) @ wo.T
-        return h + torch.relu(h @ w1.T) @ w2.T
+        scores = _tokens(x, wq) @ _tokens(x, wk).mT / x.shape[-1] ** 0.5
+        h = x + _tokens(torch.softmax(scores, dim=-1) @ _tokens(x, wv), wo)
+        return h + _tokens(torch.relu(_tokens(h, w1)), w2)
 
     @classmethod
     def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
@@ -225,6 +241,12 @@ class AttentionBlock(Model):
     def input_shape(spec: dict) -> tuple[int, ...]:
         """A sequence of ``seq_len`` tokens of dimension ``dim``."""
         return (spec["seq_len"], spec["dim"])
+
+
+def _tokens(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x @ w^T for x of seeds x batch x tokens x dim: one product per seed over all its tokens,
+    as a single trial's (batch x tokens x dim) @ (dim x dim) is computed."""
+    return (x.flatten(1, -2) @ w.mT).view(*x.shape[:-1], w.shape[-2])
 
 
 MODELS: dict[str, type[Model]] = {

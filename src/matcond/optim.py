@@ -7,6 +7,8 @@ torch._dynamo on its first step, which costs about 2.5 s in every training job, 
 most trials take to train.
 
 A parameter group is a dict with ``params`` (a list of tensors), ``lr`` and ``weight_decay``.
+Parameters carry a leading seed axis (matcond.models); ``select`` drops the trials that stopped
+training.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ class SGD:
     def __init__(self, groups: list[dict]):
         self.groups = groups
 
+    def select(self, keep: torch.Tensor, groups: list[dict]) -> None:
+        """Go on with ``groups``, the parameters of the trials at positions ``keep`` of the
+        seed axis (no state to carry)."""
+        self.groups = groups
+
     @torch.no_grad()
     def step(self) -> None:
         for group in self.groups:
@@ -43,6 +50,17 @@ class Adam:
         params = [p for group in groups for p in group["params"]]
         self.m = {id(p): torch.zeros_like(p) for p in params}
         self.v = {id(p): torch.zeros_like(p) for p in params}
+
+    def select(self, keep: torch.Tensor, groups: list[dict]) -> None:
+        """Go on with ``groups``, the parameters of the trials at positions ``keep`` of the
+        seed axis, in the order of the current ones, and their moments."""
+        old = [p for group in self.groups for p in group["params"]]
+        new = [p for group in groups for p in group["params"]]
+        for moments in (self.m, self.v):
+            kept = {id(q): moments[id(p)][keep.to(p.device)] for p, q in zip(old, new, strict=True)}
+            moments.clear()
+            moments.update(kept)
+        self.groups = groups
 
     @torch.no_grad()
     def step(self) -> None:

@@ -12,7 +12,6 @@ gives byte-identical files on the CPU.
 
 from __future__ import annotations
 
-import functools
 import json
 import resource
 import sys
@@ -36,7 +35,7 @@ from matcond.files import (
     write_parquet,
 )
 from matcond.models import teacher_weights
-from matcond.training import train
+from matcond.training import TrainingOutcome, train
 
 RESULT_COLUMNS = [
     "matrix",
@@ -74,52 +73,74 @@ def _spectrum_rows(weight, s_star, gradient):
         yield f"grad_sigma_{i + 1}", signal[i], np.nan, np.nan
 
 
-def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """Train the trial, compare every recorded matrix with its target.
+class _TrialRecorder:
+    """What one trial leaves behind as it trains: its table's rows and the matrices to save."""
 
-    Returns the tidy table and the weights to save, keyed ``{stage}.{matrix}`` with stage
-    ``target``, ``initial``, ``final`` and, with ``save_recorded_weights``, ``epoch{e}`` for
-    every recorded epoch ``e``.
-    """
-    targets = teacher_weights(spec)
-    rows = []
+    def __init__(self, spec: dict):
+        self.spec, self.targets, self.rows = spec, teacher_weights(spec), []
+        self.stages, self.spectra = {"target": self.targets}, {}
 
-    @functools.cache
-    def target_spectrum(name: str) -> np.ndarray | None:
+    def target_spectrum(self, name: str) -> np.ndarray | None:
         """The singular values of the target of matrix ``name`` (None without one), once."""
-        return singular_values(targets[name]) if name in targets else None
+        if name not in self.spectra:
+            target = self.targets.get(name)
+            self.spectra[name] = None if target is None else singular_values(target)
+        return self.spectra[name]
 
-    stages = {"target": targets}
-
-    def on_record(epoch, matrices, loss, gradient) -> None:
+    def record(self, epoch: int, matrices: dict, loss: float, gradient) -> None:
+        """matcond.training.RecordFn for this trial: its components at ``epoch``."""
+        spec = self.spec
         if spec["save_recorded_weights"]:  # copies: epoch 0's matrices are also ``initial``
-            stages[f"epoch{epoch}"] = {name: w.copy() for name, w in matrices.items()}
+            self.stages[f"epoch{epoch}"] = {name: w.copy() for name, w in matrices.items()}
         for name, weight in matrices.items():
             comparisons = compare(
                 weight,
-                targets.get(name),
+                self.targets.get(name),
                 effective_rank_thresholds=spec["effective_rank_thresholds"],
                 rank_rtol=spec["rank_rtol"],
-                target_singular_values=target_spectrum(name),
+                target_singular_values=self.target_spectrum(name),
             )
-            rows.extend(
+            self.rows.extend(
                 (name, epoch, c.component, c.trained, c.target, c.error, loss) for c in comparisons
             )
         if gradient is not None:
-            spectrum = _spectrum_rows(matrices["product"], target_spectrum("product"), gradient)
-            rows.extend(("product", epoch, *row, loss) for row in spectrum)
+            target_s = self.target_spectrum("product")
+            spectrum = _spectrum_rows(matrices["product"], target_s, gradient)
+            self.rows.extend(("product", epoch, *row, loss) for row in spectrum)
 
-    outcome = train(spec, targets, device, on_record)
-    table = pd.DataFrame(rows, columns=RESULT_COLUMNS[:7])
-    if outcome.diverged:  # nothing a diverged net computes is comparable, finite or not
-        table.loc[table["epoch"] >= outcome.diverged_epoch, ["trained", "error"]] = np.nan
-    table["diverged"] = outcome.diverged
-    table["diverged_epoch"] = pd.array([outcome.diverged_epoch] * len(table), dtype="Int64")
-    settings = pd.DataFrame([_settings_columns(spec)] * len(table))
-    table = pd.concat([settings, table], axis=1)
-    stages |= {"initial": outcome.initial, "final": outcome.final}
-    weights = {f"{stage}.{name}": w for stage, mats in stages.items() for name, w in mats.items()}
-    return table, weights
+    def result(self, outcome: TrainingOutcome) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+        """The trial's tidy table and its weights by ``{stage}.{matrix}``."""
+        table = pd.DataFrame(self.rows, columns=RESULT_COLUMNS[:7])
+        if outcome.diverged:  # nothing a diverged net computes is comparable, finite or not
+            table.loc[table["epoch"] >= outcome.diverged_epoch, ["trained", "error"]] = np.nan
+        table["diverged"] = outcome.diverged
+        table["diverged_epoch"] = pd.array([outcome.diverged_epoch] * len(table), dtype="Int64")
+        settings = pd.DataFrame([_settings_columns(self.spec)] * len(table))
+        table = pd.concat([settings, table], axis=1)
+        stages = self.stages | {"initial": outcome.initial, "final": outcome.final}
+        weights = {f"{st}.{name}": w for st, mats in stages.items() for name, w in mats.items()}
+        return table, weights
+
+
+def run_trials(
+    specs: list[dict], device: torch.device
+) -> list[tuple[pd.DataFrame, dict[str, np.ndarray]]]:
+    """Train the trials of one setting side by side (matcond.training.train) and compare every
+    recorded matrix with its target.
+
+    Returns, per spec, the tidy table and the weights to save, keyed ``{stage}.{matrix}`` with
+    stage ``target``, ``initial``, ``final`` and, with ``save_recorded_weights``, ``epoch{e}``
+    for every recorded epoch ``e``.
+    """
+    recorders = [_TrialRecorder(spec) for spec in specs]
+    targets = [r.targets for r in recorders]
+    outcomes = train(specs, targets, device, lambda i, *args: recorders[i].record(*args))
+    return [r.result(o) for r, o in zip(recorders, outcomes, strict=True)]
+
+
+def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """One trial alone: :func:`run_trials` of ``[spec]``."""
+    return run_trials([spec], device)[0]
 
 
 def write_table(table: pd.DataFrame, spec: dict, path: str | Path) -> None:
@@ -135,6 +156,8 @@ def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) 
     meta = weights_metadata(spec, weights_digest(arrays))
     replace_atomically(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
+
+BATCH_ELEMENTS = 1 << 16  # chosen by benchmarks/batch_bench.py (README, Benchmarks)
 
 BENCHMARK_COLUMNS = ["s", "h:m:s", "max_rss", "cpu_time", "compute_s"]
 
@@ -161,11 +184,20 @@ def trial_spec(cell: dict, seed: int) -> dict:
     return json.loads(json.dumps({**cell, "seed": seed}, sort_keys=True))
 
 
+def seeds_per_batch(cell: dict, device: torch.device) -> int:
+    """How many of a block's trials train side by side: all of them on a GPU; on the CPU as
+    many as keep one layer stack under ``BATCH_ELEMENTS`` numbers (batching pays at small
+    dims, where a step is dominated by per-operation overhead, and costs at large ones)."""
+    if device.type != "cpu":
+        return 1 << 30
+    return max(1, BATCH_ELEMENTS // cell["dim"] ** 2)
+
+
 def run_block_job(
     block_json: str, manifest: str, threads: int, device: str, benchmark: str
 ) -> None:
     """What one training job does (:mod:`matcond.jobs.train`), in its own process or a job
-    server's child: train a block's trials one after another.
+    server's child: train a block's trials, :func:`seeds_per_batch` of them side by side.
 
     ``block_json``: the block's setting (``spec``, without seed), its ``seeds`` and the seeds
     whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
@@ -174,7 +206,7 @@ def run_block_job(
     benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on the
     config's ``device`` (a GPU is claimed for the job's lifetime,
     :mod:`matcond.execution.devices`) from its own generators, so its files are the same
-    bytes in any block.
+    bytes in any block and in any batch.
     """
     start = time.perf_counter()
     block = json.loads(block_json)
@@ -182,21 +214,24 @@ def run_block_job(
     torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
     records, compute = {}, 0.0
     with claim_device(device) as torch_device:
-        for seed in block["seeds"]:
-            spec = trial_spec(block["spec"], seed)
+        seeds, size = block["seeds"], seeds_per_batch(block["spec"], torch_device)
+        for first in range(0, len(seeds), size):
+            specs = [trial_spec(block["spec"], seed) for seed in seeds[first : first + size]]
             compute_start = time.perf_counter()
-            table, weights = run_trial(spec, torch_device)
+            results = run_trials(specs, torch_device)
             compute += time.perf_counter() - compute_start
-            files = [f"seed{seed}.parquet"]
-            write_table(table, spec, directory / files[0])
-            if seed in block["save_weights"]:
-                files.append(f"seed{seed}.safetensors")
-                write_weights(weights, spec, directory / files[1])
-            epoch = table["diverged_epoch"].iloc[0]
-            records[f"seed{seed}"] = {
-                "diverged_epoch": None if pd.isna(epoch) else int(epoch),
-                "files": {name: file_record(directory / name) for name in files},
-            }
+            for spec, (table, weights) in zip(specs, results, strict=True):
+                seed = spec["seed"]
+                files = [f"seed{seed}.parquet"]
+                write_table(table, spec, directory / files[0])
+                if seed in block["save_weights"]:
+                    files.append(f"seed{seed}.safetensors")
+                    write_weights(weights, spec, directory / files[1])
+                epoch = table["diverged_epoch"].iloc[0]
+                records[f"seed{seed}"] = {
+                    "diverged_epoch": None if pd.isna(epoch) else int(epoch),
+                    "files": {name: file_record(directory / name) for name in files},
+                }
     write_manifest(manifest, block, records)
     print(
         f"device={torch_device} trials={len(records)} compute_seconds={compute:.3f}",

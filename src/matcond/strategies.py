@@ -36,23 +36,36 @@ from matcond.components import pseudo_condition_number, singular_values
 
 
 class Target:
-    """What strategies may know of the target W* (computed on first use)."""
+    """What strategies may know of the targets W* of a block's trials (computed on first use;
+    ``products``: one target per trial, or None for models without a single target)."""
 
-    def __init__(self, product: np.ndarray, spec: dict, device: torch.device):
-        self.product, self.spec, self.device = product, spec, device
+    def __init__(self, products: list[np.ndarray] | None, spec: dict, device: torch.device):
+        self.products, self.spec, self.device = products, spec, device
         self.dtype = getattr(torch, spec["dtype"])
 
     @cached_property
     def singular_values(self) -> torch.Tensor:
-        """s(W*), descending, in the training dtype."""
-        s = singular_values(self.product)
+        """s(W*) of each trial (seeds x q), descending, in the training dtype."""
+        s = np.stack([singular_values(w) for w in self.products])
         return torch.as_tensor(s, dtype=self.dtype, device=self.device)
 
     @cached_property
-    def log_kappa(self) -> float:
-        """log of W*'s pseudo-condition number."""
-        s = singular_values(self.product)
-        return float(np.log(pseudo_condition_number(s, self.spec["rank_rtol"])))
+    def log_kappa(self) -> torch.Tensor:
+        """log of each W*'s pseudo-condition number (one per seed), in the training dtype."""
+        logs = [
+            np.log(pseudo_condition_number(singular_values(w), self.spec["rank_rtol"]))
+            for w in self.products
+        ]
+        return torch.tensor(logs, dtype=self.dtype, device=self.device)
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep the trials at positions ``keep`` (the others stopped training)."""
+        kept = keep.tolist()
+        if self.products is not None:
+            self.products = [self.products[i] for i in kept]
+        for name in ("singular_values", "log_kappa"):
+            if name in self.__dict__:
+                self.__dict__[name] = self.__dict__[name][keep.to(self.device)]
 
 
 Penalty = Callable[[models.Model, dict, Target], torch.Tensor]
@@ -72,22 +85,22 @@ class Strategy:
 
 
 def spectral_penalty_grad(
-    w_eff: torch.Tensor, log_kappa_goal: float, lam: float, clip: float
-) -> torch.Tensor | None:
-    """Clipped analytic gradient of lam (log kappa(W) - log_kappa_goal)^2 (None if W is singular).
+    w_eff: torch.Tensor, log_kappa_goal: torch.Tensor, lam: float, clip: float
+) -> torch.Tensor:
+    """Clipped analytic gradient of lam (log kappa(W) - log_kappa_goal)^2, per seed.
 
-    d sigma_i / dW = u_i v_i^T, so the gradient is 2 lam (log kappa - goal) (u_1 v_1^T / s_1 -
-    u_n v_n^T / s_n), rescaled to Frobenius norm ``clip`` if it is longer.
+    ``w_eff``: seeds x m x n, ``log_kappa_goal``: one goal per seed. d sigma_i / dW = u_i v_i^T,
+    so the gradient is 2 lam (log kappa - goal) (u_1 v_1^T / s_1 - u_n v_n^T / s_n), rescaled
+    to Frobenius norm ``clip`` if it is longer; zero for a seed whose W is singular (s_n = 0).
     """
     u, s, vh = torch.linalg.svd(w_eff.detach(), full_matrices=False)
-    if s[-1] <= 0:
-        return None
-    gap = torch.log(s[0] / s[-1]) - log_kappa_goal
-    grad = (
-        2 * lam * gap * (torch.outer(u[:, 0], vh[0]) / s[0] - torch.outer(u[:, -1], vh[-1]) / s[-1])
-    )
-    norm = torch.linalg.norm(grad)
-    return grad * (clip / norm) if norm > clip else grad
+    first = u[:, :, :1] * vh[:, :1, :] / s[:, :1, None]
+    last = u[:, :, -1:] * vh[:, -1:, :] / s[:, -1:, None]
+    gap = torch.log(s[:, 0] / s[:, -1]) - log_kappa_goal
+    grad = (2 * lam * gap)[:, None, None] * (first - last)
+    norm = torch.linalg.vector_norm(grad, dim=(-2, -1))
+    grad = torch.where((norm > clip)[:, None, None], grad * (clip / norm)[:, None, None], grad)
+    return torch.where((s[:, -1] <= 0)[:, None, None], 0.0, grad)
 
 
 def spectral_gradient(lam_setting: str, toward_target: bool) -> GradientHook:
@@ -95,26 +108,26 @@ def spectral_gradient(lam_setting: str, toward_target: bool) -> GradientHook:
 
     def hook(model: models.Model, spec: dict, target: Target) -> None:
         w_eff = model.effective()
-        goal = target.log_kappa if toward_target else 0.0
+        goal = target.log_kappa if toward_target else w_eff.new_zeros(w_eff.shape[0])
         grad = spectral_penalty_grad(w_eff, goal, spec[lam_setting], spec["spectral_clip"])
-        if grad is not None:
-            w_eff.backward(grad)
+        w_eff.backward(grad)
 
     return hook
 
 
 def orthogonality_penalty(model: models.Model, spec: dict, target: Target) -> torch.Tensor:
-    """mu ||W^T W - I||_F^2."""
+    """mu ||W^T W - I||_F^2, per seed."""
     w = model.layers[0]
-    eye = torch.eye(w.shape[1], dtype=w.dtype, device=w.device)
-    return spec["orthogonality_mu"] * (w.T @ w - eye).square().sum()
+    eye = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+    return spec["orthogonality_mu"] * (w.mT @ w - eye).square().sum((-2, -1))
 
 
 @torch.no_grad()
 def svd_correct(w: torch.Tensor, target_s: torch.Tensor, blend: float) -> None:
-    """Move each singular value of ``w`` the fraction ``blend`` of the way to ``target_s``."""
+    """Move each singular value of each seed's ``w`` (seeds x m x n) the fraction ``blend`` of
+    the way to its ``target_s`` (seeds x q)."""
     u, s, vh = torch.linalg.svd(w, full_matrices=False)
-    w.copy_((u * ((1 - blend) * s + blend * target_s)) @ vh)
+    w.copy_((u * ((1 - blend) * s + blend * target_s)[:, None, :]) @ vh)
 
 
 def svd_correction(model: models.Model, epoch: int, spec: dict, target: Target) -> None:

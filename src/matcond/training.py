@@ -31,8 +31,9 @@ from matcond.optim import make_optimizer
 from matcond.strategies import STRATEGIES, Target
 from matcond.targets import DATA_STREAM, INIT_STREAM, stream_seed
 
-# on_record(epoch, matrices by name, loss, gradient of the loss w.r.t. the product or None)
-RecordFn = Callable[[int, dict[str, np.ndarray], float, np.ndarray | None], None]
+# on_record(trial index, epoch, matrices by name, loss, gradient of the loss w.r.t. the product
+# or None)
+RecordFn = Callable[[int, int, dict[str, np.ndarray], float, np.ndarray | None], None]
 
 
 @dataclass(frozen=True)
@@ -75,99 +76,167 @@ def init_layer(spec: dict, gen: torch.Generator) -> torch.Tensor:
     return INITS[spec["init"]](spec, gen, torch.empty(dim, dim, dtype=dtype))
 
 
-def build_model(spec: dict, device: torch.device) -> Model:
-    """The spec's model, its layers drawn by :func:`init_layer` from its init stream."""
-    gen = torch.Generator().manual_seed(stream_seed(spec["seed"], INIT_STREAM))
+def _generators(specs: list[dict], stream: int) -> list[torch.Generator]:
+    return [torch.Generator().manual_seed(stream_seed(s["seed"], stream)) for s in specs]
+
+
+def build_model(specs: list[dict], device: torch.device) -> Model:
+    """The trials' model (one setting, one trial per spec), each trial's layers drawn by
+    :func:`init_layer` from its own init stream and stacked along the seed axis."""
+    gens = _generators(specs, INIT_STREAM)
 
     def layer() -> torch.Tensor:
-        return init_layer(spec, gen).to(device)
+        return torch.stack([init_layer(s, g) for s, g in zip(specs, gens, strict=True)]).to(device)
 
-    return MODELS[spec["model"]].build(spec, layer, STRATEGIES[spec["strategy"]])
-
-
-def all_finite(t: torch.Tensor) -> bool:
-    """Whether every entry of `t` is finite, in one reduction: max |t| is NaN when an entry
-    is NaN (torch's max propagates NaN) and inf when one is ±inf. ~6x faster than
-    `torch.isfinite(t).all()` at 2048x2048, which builds a mask first."""
-    return t.numel() == 0 or bool(torch.isfinite(t.abs().max()))
+    return MODELS[specs[0]["model"]].build(specs[0], layer, STRATEGIES[specs[0]["strategy"]])
 
 
-def _snapshot(model: Model) -> dict[str, np.ndarray]:
+def all_finite(t: torch.Tensor) -> torch.Tensor:
+    """Whether every entry of each seed's slice of `t` (seeds x ...) is finite, in one
+    reduction per seed: max |t| is NaN when an entry is NaN (torch's max propagates NaN) and
+    inf when one is ±inf. ~6x faster than an elementwise `torch.isfinite` mask at 2048x2048."""
+    if t[0].numel() == 0:
+        return torch.ones(t.shape[0], dtype=torch.bool, device=t.device)
+    return torch.isfinite(t.abs().amax(dim=tuple(range(1, t.dim()))))
+
+
+def _snapshots(model: Model) -> list[dict[str, np.ndarray]]:
+    """Each seed's recorded matrices as float64 numpy arrays."""
     with torch.no_grad():
-        return {
-            k: v.detach().to("cpu", torch.float64).numpy().copy()
-            for k, v in model.matrices().items()
+        matrices = {
+            k: v.detach().to("cpu", torch.float64).numpy() for k, v in model.matrices().items()
         }
+    seeds = next(iter(matrices.values())).shape[0]
+    return [{k: v[i].copy() for k, v in matrices.items()} for i in range(seeds)]
 
 
-def train(
-    spec: dict, targets: dict[str, np.ndarray], device: torch.device, on_record: RecordFn
-) -> TrainingOutcome:
-    """Train the spec's model on its teacher (``targets``: matcond.models.teacher_weights).
+def _stacked(targets: list[dict[str, np.ndarray]], dtype, device) -> dict[str, torch.Tensor]:
+    return {
+        name: torch.as_tensor(np.stack([t[name] for t in targets]), dtype=dtype, device=device)
+        for name in targets[0]
+    }
 
-    ``on_record`` is called at every epoch of :func:`record_epochs` with float64 copies of the
-    model's matrices, the last step's loss (NaN at epoch 0) and, if ``record_gradients``, the
-    last step's gradient of the loss w.r.t. the product matrix (linear teachers only). Training
-    stops at the first epoch whose loss or weights are not finite, or whose loss exceeds
-    ``divergence_loss_ratio`` times the first epoch's, and returns it as ``diverged_epoch``;
-    the diverged weights are then recorded at that epoch and at every later recorded epoch, so
-    that a diverged trial has a row wherever a finished one has.
-    """
-    dtype = getattr(torch, spec["dtype"])
-    kind, strategy = MODELS[spec["model"]], STRATEGIES[spec["strategy"]]
-    data_gen = torch.Generator().manual_seed(stream_seed(spec["seed"], DATA_STREAM))
-    model = build_model(spec, device)
-    tensors = {k: torch.as_tensor(v, dtype=dtype, device=device) for k, v in targets.items()}
-    teacher = kind.teacher(tensors)
+
+def _param_groups(model: Model, spec: dict) -> list[dict]:
+    """The optimizer's groups: weight decay on the layers only, never on the multipliers."""
     groups = model.param_groups(spec["lr"], spec.get("multiplier_lr_ratio", 1.0))
     for group in groups:
         group["weight_decay"] = spec["weight_decay"] if group is groups[0] else 0.0
+    return groups
+
+
+def train(
+    specs: list[dict],
+    targets: list[dict[str, np.ndarray]],
+    device: torch.device,
+    on_record: RecordFn,
+) -> list[TrainingOutcome]:
+    """Train the trials of one setting side by side, one per spec (they differ in their seed
+    only), each on its teacher (``targets``: matcond.models.teacher_weights of its spec).
+
+    ``on_record(i, ...)`` is called for trial ``i`` at every epoch of :func:`record_epochs`
+    with float64 copies of its model's matrices, the last step's loss (NaN at epoch 0) and, if
+    ``record_gradients``, the last step's gradient of the loss w.r.t. the product matrix (linear
+    teachers only). A trial stops at the first epoch whose loss or weights are not finite, or
+    whose loss exceeds ``divergence_loss_ratio`` times its first epoch's, and returns it as
+    ``diverged_epoch``; its diverged weights are then recorded at that epoch and at every later
+    recorded epoch, so that a diverged trial has a row wherever a finished one has, and the
+    others train on without it. Each trial draws its data from its own generators and every
+    operation acts on each trial alone, so a trial's numbers do not depend on the others.
+    """
+    spec = specs[0]
+    dtype = getattr(torch, spec["dtype"])
+    kind, strategy = MODELS[spec["model"]], STRATEGIES[spec["strategy"]]
+    data_gens = _generators(specs, DATA_STREAM)
+    model = build_model(specs, device)
+    tensors = _stacked(targets, dtype, device)
+    teacher = kind.teacher(tensors)
+    groups = _param_groups(model, spec)
     optimizer = make_optimizer(spec["optimizer"], groups)
     params = [p for group in groups for p in group["params"]]
     recorded = set(record_epochs(spec["epochs"], spec["record_every"]))
-    target = Target(targets.get("product"), spec, device)
-    want_gradient = spec["record_gradients"] and set(targets) == {"product"}
+    target = Target(
+        [t["product"] for t in targets] if "product" in targets[0] else None, spec, device
+    )
+    want_gradient = spec["record_gradients"] and set(targets[0]) == {"product"}
     shape = (spec["batch_size"], *kind.input_shape(spec))
 
-    initial = _snapshot(model)
+    initial = _snapshots(model)
+    final: list[dict[str, np.ndarray] | None] = [None] * len(specs)
+    diverged_epoch: list[int | None] = [None] * len(specs)
     if 0 in recorded:
-        on_record(0, initial, float("nan"), None)
-    loss_value, first_loss, diverged_epoch, gradient = float("nan"), float("nan"), None, None
+        for i, snapshot in enumerate(initial):
+            on_record(i, 0, snapshot, float("nan"), None)
+    active = list(range(len(specs)))  # trials still training, in the order of the seed axis
+    first_loss = [float("nan")] * len(specs)
+    losses = [float("nan")] * len(specs)
+    gradient = None
     for epoch in range(1, spec["epochs"] + 1):
         for step in range(spec["steps_per_epoch"]):
-            x = torch.randn(*shape, generator=data_gen, dtype=dtype)
-            eps = spec["noise_std"] * torch.randn(*shape, generator=data_gen, dtype=dtype)
-            x, eps = x.to(device), eps.to(device)
+            draws = [
+                (
+                    torch.randn(*shape, generator=g, dtype=dtype),
+                    torch.randn(*shape, generator=g, dtype=dtype),
+                )
+                for g in data_gens
+            ]
+            x = torch.stack([x for x, _ in draws]).to(device)
+            eps = spec["noise_std"] * torch.stack([e for _, e in draws]).to(device)
             with torch.no_grad():
                 y = teacher(x) + eps
             residual = model(x) - y
-            loss = 0.5 * residual.square().sum(dim=-1).mean()
+            loss = 0.5 * residual.square().sum(dim=-1).flatten(1).mean(dim=-1)
             objective = loss
             if strategy.penalty is not None:
                 objective = loss + strategy.penalty(model, spec, target)
             for p in params:
                 p.grad = None
-            objective.backward()
+            objective.sum().backward()
             if strategy.gradient is not None:
                 strategy.gradient(model, spec, target)
             if want_gradient and epoch in recorded and step == spec["steps_per_epoch"] - 1:
                 gradient = (
-                    (residual.detach().T @ x / spec["batch_size"]).to("cpu", torch.float64).numpy()
+                    (residual.detach().mT @ x / spec["batch_size"]).to("cpu", torch.float64).numpy()
                 )
             optimizer.step()
         if strategy.after_epoch is not None:
             strategy.after_epoch(model, epoch, spec, target)
-        loss_value = float(loss.detach())
-        if epoch == 1:
-            first_loss = loss_value
-        exploded = loss_value > spec["divergence_loss_ratio"] * first_loss > 0
-        finite = np.isfinite(loss_value) and all(all_finite(p) for p in params)
-        if exploded or not finite:
-            diverged_epoch = epoch
-            snapshot = _snapshot(model)
-            for later in sorted({epoch} | {e for e in recorded if e > epoch}):
-                on_record(later, snapshot, loss_value, None)
-            break
+        finite = torch.stack([all_finite(p) for p in params]).all(dim=0).tolist()
+        stopped = []
+        for position, i in enumerate(active):
+            losses[i] = float(loss[position].detach())
+            if epoch == 1:
+                first_loss[i] = losses[i]
+            exploded = losses[i] > spec["divergence_loss_ratio"] * first_loss[i] > 0
+            if exploded or not (np.isfinite(losses[i]) and finite[position]):
+                stopped.append(position)
+        if stopped:
+            snapshots = _snapshots(model)
+            for position in stopped:
+                i = active[position]
+                diverged_epoch[i], final[i] = epoch, snapshots[position]
+                for later in sorted({epoch} | {e for e in recorded if e > epoch}):
+                    on_record(i, later, snapshots[position], losses[i], None)
+            keep = [p for p in range(len(active)) if p not in stopped]
+            if not keep:
+                break
+            index = torch.tensor(keep)
+            active, data_gens = [active[p] for p in keep], [data_gens[p] for p in keep]
+            tensors = {k: v[index.to(device)] for k, v in tensors.items()}
+            teacher = kind.teacher(tensors)
+            if gradient is not None:
+                gradient = gradient[keep]
+            model.select(index)
+            groups = _param_groups(model, spec)
+            optimizer.select(index, groups)
+            params = [p for group in groups for p in group["params"]]
+            target.select(index)
         if epoch in recorded:
-            on_record(epoch, _snapshot(model), loss_value, gradient)
-    return TrainingOutcome(initial, _snapshot(model), diverged_epoch)
+            for position, snapshot in enumerate(_snapshots(model)):
+                i = active[position]
+                grad = None if gradient is None else gradient[position]
+                on_record(i, epoch, snapshot, losses[i], grad)
+    for position, snapshot in enumerate(_snapshots(model)):
+        if diverged_epoch[active[position]] is None:
+            final[active[position]] = snapshot
+    return [TrainingOutcome(initial[i], final[i], diverged_epoch[i]) for i in range(len(specs))]
