@@ -33,6 +33,35 @@ if TYPE_CHECKING:
     from matcond.strategies import Strategy
 
 Layer = Callable[[], torch.Tensor]
+
+
+class _Apply(torch.autograd.Function):
+    """x @ w^T for x (seeds x rows x n) and w (seeds x m x n), whose backward returns w's
+    gradient as g^T x in w's own layout, as torch's 2-D product does: the batched product's
+    generic backward returns it transposed, and copying it into the parameter's layout cost
+    more than the product itself at d >= 512."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return x @ w.mT
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, w = ctx.saved_tensors
+        grad_x = grad @ w if ctx.needs_input_grad[0] else None
+        grad_w = grad.mT @ x if ctx.needs_input_grad[1] else None
+        return grad_x, grad_w
+
+
+def apply(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x @ w^T, one product per seed (x: seeds x rows x n, w: seeds x m x n)."""
+    return _Apply.apply(x, w)
+
+
 Teacher = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -73,7 +102,7 @@ class Model(torch.nn.Module):
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x @ self.effective().mT
+        return apply(x, self.effective())
 
     @classmethod
     def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
@@ -88,7 +117,7 @@ class Model(torch.nn.Module):
     @staticmethod
     def teacher(weights: dict[str, torch.Tensor]) -> Teacher:
         """y = W* x (``weights``: seeds x ... tensors)."""
-        return lambda x: x @ weights["product"].mT
+        return lambda x: apply(x, weights["product"])
 
     @staticmethod
     def input_shape(spec: dict) -> tuple[int, ...]:
@@ -174,7 +203,7 @@ class ReluMLP(Model):
         return self.layers[1] @ self.layers[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ self.layers[0].mT) @ self.layers[1].mT
+        return apply(torch.relu(apply(x, self.layers[0])), self.layers[1])
 
     @classmethod
     def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
@@ -189,7 +218,7 @@ class ReluMLP(Model):
     @staticmethod
     def teacher(weights: dict[str, torch.Tensor]) -> Teacher:
         """y = W2* relu(W1* x)."""
-        return lambda x: torch.relu(x @ weights["layer1"].mT) @ weights["layer2"].mT
+        return lambda x: apply(torch.relu(apply(x, weights["layer1"])), weights["layer2"])
 
 
 class AttentionBlock(Model):
@@ -246,7 +275,7 @@ class AttentionBlock(Model):
 def _tokens(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """x @ w^T for x of seeds x batch x tokens x dim: one product per seed over all its tokens,
     as a single trial's (batch x tokens x dim) @ (dim x dim) is computed."""
-    return (x.flatten(1, -2) @ w.mT).view(*x.shape[:-1], w.shape[-2])
+    return apply(x.flatten(1, -2), w).view(*x.shape[:-1], w.shape[-2])
 
 
 MODELS: dict[str, type[Model]] = {
