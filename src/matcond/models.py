@@ -35,15 +35,21 @@ if TYPE_CHECKING:
 Layer = Callable[[], torch.Tensor]
 
 
-class _Apply(torch.autograd.Function):
-    """x @ w^T for x (seeds x rows x n) and w (seeds x m x n), whose backward returns w's
-    gradient as g^T x in w's own layout, as torch's 2-D product does: the batched product's
-    generic backward returns it transposed, and copying it into the parameter's layout cost
-    more than the product itself at d >= 512."""
+def _column_major(t: torch.Tensor) -> bool:
+    return t.stride(-2) == 1 and t.stride(-1) == t.shape[-2]
+
+
+class _Matmul(torch.autograd.Function):
+    """a @ b for batches of matrices, whose backward computes each gradient as torch's 2-D
+    product does (mm's backward): in the layout of its input, with the operands ordered to
+    match. The batched product's generic backward returns some gradients transposed (and the
+    copy into a parameter's layout cost more than the product at d >= 512) and orders others
+    differently, which changes their last bits; this way a trial in a batch computes what it
+    computed alone."""
 
     @staticmethod
-    def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return x @ w.mT
+    def forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
 
     @staticmethod
     def setup_context(ctx, inputs, output) -> None:
@@ -51,15 +57,24 @@ class _Apply(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        x, w = ctx.saved_tensors
-        grad_x = grad @ w if ctx.needs_input_grad[0] else None
-        grad_w = grad.mT @ x if ctx.needs_input_grad[1] else None
-        return grad_x, grad_w
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = (b @ grad.mT).mT if _column_major(a) else grad @ b.mT
+        if ctx.needs_input_grad[1]:
+            grad_b = (grad.mT @ a).mT if _column_major(b) else a.mT @ grad
+        return grad_a, grad_b
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b, one product per seed (seeds x m x k and seeds x k x n), with the 2-D product's
+    gradients (:class:`_Matmul`)."""
+    return _Matmul.apply(a, b)
 
 
 def apply(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """x @ w^T, one product per seed (x: seeds x rows x n, w: seeds x m x n)."""
-    return _Apply.apply(x, w)
+    return matmul(x, w.mT)
 
 
 Teacher = Callable[[torch.Tensor], torch.Tensor]
@@ -171,7 +186,7 @@ class SingularValueMultipliers(Linear):
 
     def effective(self) -> torch.Tensor:
         u, s, vh = torch.linalg.svd(self.layers[0], full_matrices=False)
-        return (u * (self.m * s)[:, None, :]) @ vh
+        return matmul(u * (self.m * s)[:, None, :], vh)
 
 
 class DeepLinear(Model):
@@ -184,7 +199,7 @@ class DeepLinear(Model):
     def effective(self) -> torch.Tensor:
         out = self.layers[0]
         for w in self.layers[1:]:
-            out = w @ out
+            out = matmul(w, out)
         return out
 
     @classmethod
