@@ -3,10 +3,12 @@
 Condition numbers and the other spectral components have heavy-tailed errors (the target's
 smallest singular value sits near 0.5/d, and E[1/s_min] is infinite for square Gaussian-like
 matrices), so a mean ± Student-t interval says little and can even go negative. Every interval
-here is a 95 % bootstrap interval (:func:`scipy.stats.bootstrap`, BCa where it is defined,
-percentile where BCa is degenerate, e.g. all values equal; a fixed seed, so tables are
-byte-identical from run to run). A component's *headline statistic* is the median for
-heavy-tailed components (:data:`HEAVY_TAILED`) and the mean for the others (norms, overall).
+here is a 95 % bootstrap interval, BCa where it is defined, percentile where BCa is degenerate
+(e.g. all values equal): a median's is exact, computed from the bootstrap distribution of the
+median in closed form (:mod:`matcond.median_bootstrap`); the others are Monte Carlo
+(:func:`scipy.stats.bootstrap`, a fixed seed, so tables are byte-identical from run to run). A
+component's *headline statistic* is the median for heavy-tailed components
+(:data:`HEAVY_TAILED`) and the mean for the others (norms, overall).
 
 For one group of trials (an experiment cell, a matrix, an epoch, a component) the trials that
 diverged are counted in ``n_diverged`` and left out; of the rest, errors that are not finite
@@ -31,6 +33,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from matcond.median_bootstrap import median_ci
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 9999
@@ -89,23 +93,7 @@ def _std(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.std(x, axis=axis, ddof=1)
 
 
-def median_of_finite(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``np.median(x, axis)`` bit for bit for data without NaN (what the bootstrap gets:
-    finite errors, and |log| ratios that are finite or inf), a third faster: one partition
-    at the middle order statistics, without np.median's NaN pass (the bootstrap of a
-    31356-group aggregation calls it ~24000 times)."""
-    size, half = x.shape[axis], x.shape[axis] // 2
-    middle = [half] if size % 2 else [half - 1, half]
-    part = np.partition(x, middle, axis=axis)
-    at = [(slice(None),) * (axis % x.ndim) + (i,) for i in middle]
-    # ufuncs on views keep x's memory layout, as np.median's mean does: scipy's reductions
-    # over the result then add in the same order
-    return (part[at[0]] + part[at[-1]]) / 2 if len(at) == 2 else part[at[0]] / 1
-
-
 STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "std": _std}
-# What summarise_groups bootstraps: groups of at least 2 finite values (or |log| ratios).
-_OF_FINITE: dict[str, Statistic] = {**STATISTICS, "median": median_of_finite}
 
 
 def bootstrap_ci(
@@ -237,7 +225,10 @@ def summarise_groups(
         data = np.stack([values for _, values in members])
         names = ["mean", "median"] if kind == "error" else ["abslog"]
         for name in names:
-            low, high = bootstrap_ci([data], _OF_FINITE.get(name, np.mean))
+            if name == "median":  # exact: no resampling (matcond.median_bootstrap)
+                low, high = median_ci(data)
+            else:
+                low, high = bootstrap_ci([data], np.mean)
             for (i, _), lo, hi in zip(members, low, high, strict=True):
                 rows[i][f"{name}_ci_low"], rows[i][f"{name}_ci_high"] = float(lo), float(hi)
     for row in rows:
