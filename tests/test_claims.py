@@ -11,9 +11,14 @@ import yaml
 
 from matcond.claims import (
     CLAIM_COLUMNS,
+    OWN,
+    PAPER,
+    band,
     evaluate,
     evaluate_readings,
+    printed_half_unit,
     readings_summary,
+    scorecard,
     to_markdown,
 )
 from matcond.claims_check import validate_claims
@@ -97,8 +102,43 @@ def test_three_way_verdicts_from_the_interval(tables):
         0.1625
     )
     assert inside["ci_low"] <= inside["measured"] <= inside["ci_high"]
-    assert table.loc["outside", "statistic"] == "median"  # a heavy-tailed component
+    # the paper's claims are judged on the mean, which the paper reports, with the median as
+    # the companion
+    assert table.loc["outside", "statistic"] == "mean"
     assert table.loc["inside", "statistic"] == "mean"
+    assert table["source"].unique().tolist() == [PAPER]
+    assert np.isfinite(table.loc["outside", ["companion", "companion_ci_low"]]).all()
+
+
+def test_own_checks_use_the_headline_statistic_and_are_counted_apart(tables):
+    table = run(
+        tables,
+        claim("paper", 34.9, filter={"component": "condition_number", "dim": 512}),
+        claim(
+            "control",
+            34.9,
+            where="control (a check of ours)",
+            filter={"component": "condition_number", "dim": 512},
+        ),
+    )
+    assert table["source"].to_dict() == {"paper": PAPER, "control": OWN}
+    assert table.loc["control", "statistic"] == "median"  # heavy-tailed: the median
+    assert table.loc["control", "companion"] == pytest.approx(table.loc["paper", "measured"])
+    card = scorecard(table.reset_index()).set_index("source")
+    assert card.loc[PAPER, "claims"] == 1 and card.loc[OWN, "claims"] == 1
+
+
+def test_one_band_rule_for_every_claim():
+    """The paper's range; else ± the larger of the relative tolerance and half a unit of the
+    printed precision; and no claim of config/claims.yaml has its own tolerance."""
+    assert band({"paper_value": [0.03, 0.13]}, 0.25) == (0.03, 0.13)
+    assert band({"paper_value": 0.13}, 0.25) == pytest.approx((0.0975, 0.1625))
+    assert band({"paper_value": 0.001}, 0.25) == pytest.approx((0.0005, 0.0015))
+    assert band({"paper_value": 1.0}, 0.01) == pytest.approx((0.95, 1.05))  # "~1.0"
+    assert band({"paper_value": 13167}, 0.25) == pytest.approx((9875.25, 16458.75))
+    assert printed_half_unit(4.8e6) == pytest.approx(0.05)
+    claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+    assert [c["claim_id"] for c in claims["claims"] if "tolerance" in c] == []
 
 
 def test_direction_only_needs_the_direction_interval_on_the_expected_side(tables):
@@ -166,7 +206,7 @@ def test_over_and_reduce(tables):
     row = table.loc["norm_below_kappa_everywhere"]
     rows = tables["exp"]
     rows = rows[(rows["dim"] == 32) & (rows["seed"] > 0)]  # seed 0 diverged in one arm
-    kappa32 = np.median(rows[rows["component"] == "condition_number"]["error"])
+    kappa32 = np.mean(rows[rows["component"] == "condition_number"]["error"])  # the paper's
     norm32 = np.mean(rows[rows["component"] == "row_norms"]["error"])
     assert row["measured"] == pytest.approx(kappa32 / norm32)  # the smaller of the two ratios
 
@@ -249,7 +289,9 @@ def test_not_configured_and_not_comparable_on_the_paper_claims(tables):
     validate_claims(claims, PAPER_EXPERIMENTS)
     table = evaluate(claims, tables).set_index("claim_id")
     assert table["verdict"].to_dict() == {
-        "exp1_kappa_d32": "not reproduced",  # 0.1 x lognormal against 0.27 +- 25 %
+        # the mean of 12 draws of 0.1 x lognormal (0.13 [0.089, 0.203] here) just reaches
+        # 0.27 +- 25 %: the paper's statistic of a heavy tail decides nothing
+        "exp1_kappa_d32": "inconclusive",
         "review_kappa_d128": "not comparable",
         "exp1_spectral_gap_d128": "not comparable",
         "exp2_kappa_sgd": "not configured",

@@ -87,9 +87,14 @@ MISTAKES = {
         "(did you mean 'target'?)",
     ),
     "unknown field of a claim": (
-        setter("exp1_kappa_d32", "tolerence", value=0.1),
+        setter("exp1_kappa_d32", "statistc", value="mean"),
         "claim exp1_kappa_d32: (top level): Additional properties are not allowed",
-        "'tolerence' was unexpected) (did you mean 'tolerance'?)",
+        "'statistc' was unexpected) (did you mean 'statistic'?)",
+    ),
+    "a claim's own tolerance (one band rule for all)": (
+        setter("exp1_norms_flat", "tolerance", value=0.05),
+        "claim exp1_norms_flat: (top level): Additional properties are not allowed",
+        "'tolerance' was unexpected",
     ),
     "table misspelt": (
         setter("exp1_kappa_d32", "table", value="exp1_dimensoin"),
@@ -174,16 +179,6 @@ MISTAKES = {
     "paper_value a range high to low": (
         setter("exp1_spectral_gap_d128", "paper_value", value=[0.13, 0.03]),
         "claim exp1_spectral_gap_d128: paper_value: [0.13, 0.03] is not a range",
-        "",
-    ),
-    "tolerance NaN": (
-        setter("exp1_norms_flat", "tolerance", value=math.nan),
-        "claim exp1_norms_flat: tolerance: nan is not of type 'number'",
-        "",
-    ),
-    "tolerance negative": (
-        setter("exp1_norms_flat", "tolerance", value=-0.05),
-        "claim exp1_norms_flat: tolerance: -0.05 is less than or equal to the minimum of 0",
         "",
     ),
     "a ratio without baseline": (

@@ -10,9 +10,15 @@ table's last unless ``epoch`` is given), field ``error`` unless ``field`` says `
 ``gradient_ratio``, is one value per trial computed from its exp3 rows: the median over
 epochs >= 1 of |dL/d sigma_1| / |dL/d sigma_min|.
 
-``kind`` says what is measured from the arms (``stat`` is the claim's ``statistic``: the
-component's headline statistic of :mod:`matcond.stats` unless given — median for heavy-tailed
-components, mean otherwise; ``std`` for the paper's dispersions):
+A claim is the paper's (its text, slides, review) or our own check (theory, controls):
+``source``, :func:`claim_source`; the two are counted apart (:func:`scorecard`).
+
+``kind`` says what is measured from the arms (``stat`` is the claim's ``statistic``: unless
+given, the mean for the paper's claims, which report means, and the component's headline
+statistic of :mod:`matcond.stats` for our checks — median for heavy-tailed components;
+``std`` for the paper's dispersions). The other location statistic (median for a mean, mean
+for a median) is measured too, as ``companion`` with its interval; a mean dominated by one
+trial says so in ``note``:
 
 - ``value``: stat(filter);
 - ``ratio``: stat(filter) / stat(baseline); ``improvement``: 1 - that ratio;
@@ -27,8 +33,8 @@ The 95 % interval is a bootstrap over trials (:func:`matcond.stats.bootstrap_ci`
 trials have the same seeds are resampled together (paired): a seed fixes the target, the data
 stream and the init, so two arms with one seed differ only in what the claim compares.
 
-Verdicts (``band`` is the paper's range, or its value ± ``tolerance`` (relative, default
-``default_tolerance``)):
+Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger of
+``default_tolerance`` (relative) and half a unit of its printed precision):
 
 - ``reproduced``: the interval lies inside the band;
 - ``not reproduced``: the interval lies outside the band — or ``direction only`` if the claim
@@ -42,7 +48,9 @@ Verdicts (``band`` is the paper's range, or its value ± ``tolerance`` (relative
 
 from __future__ import annotations
 
+import decimal
 import functools
+import html
 import math
 
 import numpy as np
@@ -56,6 +64,7 @@ from matcond.trials import format_value
 
 CLAIM_COLUMNS = [
     "claim_id",
+    "source",
     "where",
     "statement",
     "paper_value",
@@ -70,8 +79,13 @@ CLAIM_COLUMNS = [
     "n_diverged",
     "paired",
     "verdict",
+    "companion",
+    "companion_ci_low",
+    "companion_ci_high",
     "note",
 ]
+# Who makes a claim: the paper (its text, slides and review) or we (theory, controls).
+PAPER, OWN = "condition-number paper", "own check"
 VERDICTS = (
     "reproduced",
     "direction only",
@@ -92,8 +106,20 @@ def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         return (ra * rb).sum(axis) / np.sqrt((ra**2).sum(axis) * (rb**2).sum(axis))
 
 
-def _statistic(name: str | None, component: str) -> str:
-    return name or (headline(component) if component not in DERIVED else "median")
+def claim_source(claim: dict) -> str:
+    """:data:`OWN` for our theory's predictions and our controls, :data:`PAPER` otherwise."""
+    own = claim["paper_value"] == "theory" or claim["where"].startswith(("control", "theory"))
+    return OWN if own else PAPER
+
+
+def _statistic(claim: dict, component: str) -> str:
+    """The statistic a claim is judged on: its own ``statistic``; else for the paper's claims
+    the mean (the paper reports means ± std), for our checks the component's headline."""
+    if claim.get("statistic"):
+        return claim["statistic"]
+    if component in DERIVED:
+        return "median"
+    return "mean" if claim_source(claim) == PAPER else headline(component)
 
 
 def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
@@ -120,7 +146,7 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
             wheres.extend(comparison)
         terms.append(term)
     arms = [arm(table, w, claim.get("field", "error")) for w in wheres]
-    names = [_statistic(claim.get("statistic"), w["component"]) for w in wheres]
+    names = [_statistic(claim, w["component"]) for w in wheres]
     stat = [STATISTICS[name] for name in names]
 
     def compare(index: range, samples, axis: int) -> np.ndarray:
@@ -168,12 +194,18 @@ def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool
     return value, float(low), float(high), paired, n
 
 
+def printed_half_unit(value: float) -> float:
+    """Half a unit of the last digit of ``value`` as written (0.001 -> 0.0005, 1.0 -> 0.05)."""
+    return 0.5 * 10.0 ** decimal.Decimal(repr(value)).as_tuple().exponent
+
+
 def band(claim: dict, tolerance: float) -> tuple[float, float]:
-    """The paper's range, or its value ± the claim's relative tolerance."""
+    """The one band rule: the paper's range where it gives one; else its value ± the larger of
+    ``tolerance`` (relative) and half a unit of its printed precision."""
     paper = claim["paper_value"]
     if isinstance(paper, list):
         return float(paper[0]), float(paper[1])
-    spread = claim.get("tolerance", tolerance) * abs(paper)
+    spread = max(tolerance * abs(paper), printed_half_unit(paper))
     return paper - spread, paper + spread
 
 
@@ -221,14 +253,36 @@ def verdict(claim: dict, measured: dict, tables) -> str:
     return "inconclusive"
 
 
+def _companion(claim: dict, tables, statistic: str) -> tuple[float, float, float]:
+    """The claim measured on the other location statistic (median for a mean, mean for a
+    median) with its interval; NaN where there is none."""
+    other = {"mean": "median", "median": "mean"}.get(statistic)
+    if other is None or claim.get("kind", "value") == "correlation":
+        return math.nan, math.nan, math.nan
+    arms, measure, _ = _measurement({**claim, "statistic": other}, tables)
+    value, low, high, _, _ = _estimate(arms, measure)
+    return value, low, high
+
+
+def _tail_note(arms: list[pd.Series]) -> str:
+    """For a mean: the share of the largest trial in the sum, when it dominates (> 25 %)."""
+    values = np.abs(arms[0].to_numpy(dtype=float))
+    total = values.sum()
+    if values.size < 2 or not total > 0 or values.max() / total <= 0.25:
+        return ""
+    return f"the largest of {values.size} trials is {values.max() / total:.0%} of the mean's sum"
+
+
 def evaluate_claim(claim: dict, tables: dict[str, pd.DataFrame], tolerance: float) -> dict:
     """One row of the claims table."""
     row = {k: claim.get(k) for k in ("claim_id", "where", "statement")}
+    row["source"] = claim_source(claim)
     row["paper_value"] = str(claim["paper_value"])
     row["kind"] = claim.get("kind", "value")
     nan = math.nan
     row.update(band_low=nan, band_high=nan, statistic="", measured=nan, ci_low=nan, ci_high=nan)
     row.update(n=nan, n_diverged=nan, paired=False, note="")
+    row.update(companion=nan, companion_ci_low=nan, companion_ci_high=nan)
     if claim["table"] not in tables:
         return {**row, "verdict": "not configured", "note": f"no experiment {claim['table']}"}
     try:
@@ -238,16 +292,14 @@ def evaluate_claim(claim: dict, tables: dict[str, pd.DataFrame], tolerance: floa
         row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
         row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
         row["verdict"] = verdict(claim, row, tables)  # the direction may read the baseline's rows
+        companion = _companion(claim, tables, statistic)
+        row["companion"], row["companion_ci_low"], row["companion_ci_high"] = companion
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
     if row["verdict"] == "not comparable":
         row["note"] = "the measurement or its reference is not finite"
-    elif row["kind"] == "value" and statistic == "median" and "statistic" not in claim:
-        mean_arms, mean_measure, _ = _measurement({**claim, "statistic": "mean"}, tables)
-        mean, low, high, _, _ = _estimate(mean_arms, mean_measure)
-        row["note"] = (
-            f"heavy-tailed: median compared; the mean is {mean:.3g} [{low:.3g}, {high:.3g}]"
-        )
+    elif statistic == "mean" and row["kind"] == "value":
+        row["note"] = _tail_note(arms)
     return row
 
 
@@ -314,6 +366,22 @@ def readings_summary(readings: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()
 
 
+def scorecard(table: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts per source (the paper's claims apart from our own checks)."""
+    counts = pd.crosstab(table["source"], table["verdict"])
+    counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
+    counts.insert(0, "claims", counts.sum(axis=1))
+    return counts.reset_index()
+
+
+def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The scorecard, then the claims of each source (the paper's first), as named sections."""
+    sections = {"Scorecard": scorecard(table)}
+    for source in sorted(table["source"].unique(), key=lambda s: (s == OWN, s)):
+        sections[f"Claims: {source}"] = table[table["source"] == source]
+    return sections
+
+
 def to_markdown(table: pd.DataFrame) -> str:
     """A table as Markdown, numbers to 3 significant digits."""
 
@@ -327,16 +395,21 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: pd.DataFrame, title: str) -> str:
-    """A table as one self-contained HTML page (for the report), numbers to 3 significant
-    digits."""
-    body = table.to_html(
-        index=False,
-        na_rep="",
-        float_format=lambda v: f"{v:.3g}",
-        escape=True,
-        border=0,
-        classes="claims",
+def to_html(table: pd.DataFrame | dict[str, pd.DataFrame], title: str) -> str:
+    """A table, or named tables (one section each), as one self-contained HTML page (for the
+    report), numbers to 3 significant digits."""
+    sections = table if isinstance(table, dict) else {"": table}
+    body = "".join(
+        (f"<h2>{html.escape(name)}</h2>" if name else "")
+        + part.to_html(
+            index=False,
+            na_rep="",
+            float_format=lambda v: f"{v:.3g}",
+            escape=True,
+            border=0,
+            classes="claims",
+        )
+        for name, part in sections.items()
     )
     style = (
         "body{font-family:sans-serif;font-size:13px;margin:1em}"

@@ -7,7 +7,14 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from matcond.claims import evaluate, evaluate_readings, readings_summary, to_html, to_markdown
+from matcond.claims import (
+    by_source,
+    evaluate,
+    evaluate_readings,
+    readings_summary,
+    to_html,
+    to_markdown,
+)
 from matcond.files import read_parquet, write_parquet
 
 
@@ -17,9 +24,11 @@ def main(snakemake) -> None:
     tables = {Path(p).stem: read_parquet(p) for p in snakemake.input.tables}
     table = evaluate(claims, tables)
     table.to_csv(snakemake.output.csv, index=False)
-    Path(snakemake.output.md).write_text(to_markdown(table))
-    Path(snakemake.output.html).write_text(to_html(table, "Claims"))
-    print(table["verdict"].value_counts().to_string(), file=sys.stderr)
+    sections = by_source(table)
+    markdown = "".join(f"## {name}\n\n{to_markdown(part)}\n" for name, part in sections.items())
+    Path(snakemake.output.md).write_text(markdown)
+    Path(snakemake.output.html).write_text(to_html(sections, "Claims"))
+    print(sections["Scorecard"].to_string(index=False), file=sys.stderr)
     readings = evaluate_readings(claims, tables)
     write_parquet(readings, snakemake.output.readings)
     readings.to_csv(snakemake.output.readings_csv, index=False)
