@@ -13,13 +13,16 @@ from matcond.claims import (
     CLAIM_COLUMNS,
     OWN,
     PAPER,
+    as_theory_ratio,
     band,
     evaluate,
     evaluate_readings,
+    power_note,
     printed_half_unit,
     readings_summary,
     scorecard,
     to_markdown,
+    verdict,
 )
 from matcond.claims_check import validate_claims
 from matcond.config import ConfigError
@@ -305,3 +308,31 @@ def test_not_configured_and_not_comparable_on_the_paper_claims(tables):
     ]
     with pytest.raises(ConfigError, match="exp2_kappa_sgd: table: 'exp2_optimiser'"):
         validate_claims(claims, PAPER_EXPERIMENTS)
+
+
+def test_a_theory_claim_is_the_ratio_predicted_over_measured_against_the_band():
+    """The measured median 0.5 [0.4, 0.625] against a prediction 0.5: ratio 1 [0.8, 1.25],
+    inside [0.8, 1.25]; the same interval against a prediction 0.75 leaves the band's top
+    edge inside it (inconclusive), against 1.5 wholly above it (not reproduced)."""
+    verdicts = {}
+    for predicted in (0.5, 0.75, 1.5):
+        row = {"band_low": predicted, "band_high": predicted, "measured": 0.5}
+        row.update(ci_low=0.4, ci_high=0.625, statistic="median")
+        as_theory_ratio(row, (0.8, 1.25))
+        assert (row["companion"], row["companion_ci_low"], row["companion_ci_high"]) == (
+            0.5,
+            0.4,
+            0.625,
+        )
+        assert row["measured"] == pytest.approx(predicted / 0.5)
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx(
+            (predicted / 0.625, predicted / 0.4)
+        )
+        assert row["statistic"] == "predicted / median"
+        verdicts[predicted] = verdict({"paper_value": "theory"}, row, {})
+        if predicted == 0.5:
+            # a prediction 1.25 / 0.8 x too high would put the whole interval above 1.25
+            assert power_note(row) == (
+                "predicted 0.5; the check catches a prediction 1.56x too high or 1.56x too low"
+            )
+    assert verdicts == {0.5: "reproduced", 0.75: "inconclusive", 1.5: "not reproduced"}

@@ -111,9 +111,9 @@ def config_blocks(config: dict) -> list:
 def sharing(config: dict, trained: list[str]) -> set[str]:
     """The experiments with a trial in one of the blocks whose manifests are ``trained``."""
     paths = {out.removeprefix("results/trials/").removesuffix(".json") for out in trained}
-    cells = {b.cell for b in config_blocks(config) if b.path in paths}
+    in_blocks = {t.path for b in config_blocks(config) if b.path in paths for t in b.trials}
     trials = all_trials(validate_config(yaml.safe_load(yaml.safe_dump(config))))
-    return {e for e, ts in trials.items() if any(t.cell in cells for t in ts)}
+    return {e for e, ts in trials.items() if any(t.path in in_blocks for t in ts)}
 
 
 def test_every_expected_output_exists(finished, small_config):

@@ -58,6 +58,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond import theory
+from matcond.median_bootstrap import median_ci
 from matcond.selection import DERIVED, MissingRows, arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
 from matcond.trials import format_value
@@ -96,6 +97,7 @@ VERDICTS = (
 )
 DEFAULT_THRESHOLD = {"ratio": 1.0, "improvement": 0.0, "improvement_gap": 0.0, "correlation": 0.0}
 REDUCE = {"min": np.minimum, "max": np.maximum}
+THEORY_BAND = (0.8, 1.25)  # default of claims.yaml's theory_band
 
 
 def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -171,7 +173,9 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
     return arms, measure, statistic
 
 
-def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool, int]:
+def _estimate(
+    arms: list[pd.Series], measure, statistic: str
+) -> tuple[float, float, float, bool, int]:
     """The measurement on the arms and its bootstrap interval, and the trials it used.
 
     Arms are paired on the seeds they share (a seed fixes target, data and init): a trial
@@ -190,6 +194,9 @@ def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool
         value = float(measure(*samples))
     if not math.isfinite(value):
         return value, math.nan, math.nan, paired, n
+    if len(samples) == 1 and statistic == "median":  # exact: matcond.median_bootstrap
+        low, high = median_ci(samples[0][None])
+        return value, float(low[0]), float(high[0]), paired, n
     low, high = bootstrap_ci(samples, measure, paired=paired)
     return value, float(low), float(high), paired, n
 
@@ -224,8 +231,8 @@ def _direction(claim: dict, tables, low: float, high: float) -> bool:
     kind = claim.get("kind", "value")
     if kind == "value" and "baseline" in claim and "expect_than" not in claim:
         ratio = {**claim, "kind": "ratio"}
-        arms, measure, _ = _measurement(ratio, tables)
-        _, low, high, _, _ = _estimate(arms, measure)
+        arms, measure, statistic = _measurement(ratio, tables)
+        _, low, high, _, _ = _estimate(arms, measure, statistic)
         threshold = 1.0
     else:
         threshold = claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
@@ -242,8 +249,6 @@ def verdict(claim: dict, measured: dict, tables) -> str:
         return "not comparable"
     if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive"
-    if claim["paper_value"] == "theory":
-        return "reproduced" if low <= band_low <= high else "not reproduced"
     if band_low <= low and high <= band_high:
         return "reproduced"
     if high < band_low or low > band_high:
@@ -259,8 +264,8 @@ def _companion(claim: dict, tables, statistic: str) -> tuple[float, float, float
     other = {"mean": "median", "median": "mean"}.get(statistic)
     if other is None or claim.get("kind", "value") == "correlation":
         return math.nan, math.nan, math.nan
-    arms, measure, _ = _measurement({**claim, "statistic": other}, tables)
-    value, low, high, _, _ = _estimate(arms, measure)
+    arms, measure, statistic = _measurement({**claim, "statistic": other}, tables)
+    value, low, high, _, _ = _estimate(arms, measure, statistic)
     return value, low, high
 
 
@@ -273,7 +278,12 @@ def _tail_note(arms: list[pd.Series]) -> str:
     return f"the largest of {values.size} trials is {values.max() / total:.0%} of the mean's sum"
 
 
-def evaluate_claim(claim: dict, tables: dict[str, pd.DataFrame], tolerance: float) -> dict:
+def evaluate_claim(
+    claim: dict,
+    tables: dict[str, pd.DataFrame],
+    tolerance: float,
+    theory_band: tuple[float, float] = THEORY_BAND,
+) -> dict:
     """One row of the claims table."""
     row = {k: claim.get(k) for k in ("claim_id", "where", "statement")}
     row["source"] = claim_source(claim)
@@ -288,25 +298,57 @@ def evaluate_claim(claim: dict, tables: dict[str, pd.DataFrame], tolerance: floa
     try:
         row["band_low"], row["band_high"] = reference(claim, tables, tolerance)
         arms, measure, statistic = _measurement(claim, tables)
-        value, low, high, paired, n = _estimate(arms, measure)
+        value, low, high, paired, n = _estimate(arms, measure, statistic)
         row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
         row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
+        if claim["paper_value"] == "theory":
+            as_theory_ratio(row, theory_band)
+        else:
+            companion = _companion(claim, tables, statistic)
+            row["companion"], row["companion_ci_low"], row["companion_ci_high"] = companion
         row["verdict"] = verdict(claim, row, tables)  # the direction may read the baseline's rows
-        companion = _companion(claim, tables, statistic)
-        row["companion"], row["companion_ci_low"], row["companion_ci_high"] = companion
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
     if row["verdict"] == "not comparable":
         row["note"] = "the measurement or its reference is not finite"
+    elif claim["paper_value"] == "theory":
+        row["note"] = power_note(row)
     elif statistic == "mean" and row["kind"] == "value":
         row["note"] = _tail_note(arms)
     return row
 
 
+def as_theory_ratio(row: dict, theory_band: tuple[float, float]) -> None:
+    """A theory claim measured as predicted / measured, its interval from the measured one's
+    (the prediction is that of these trials' targets), held against ``theory_band``; the
+    measured statistic moves to the companion columns."""
+    predicted, value, low, high = row["band_low"], row["measured"], row["ci_low"], row["ci_high"]
+    row.update(companion=value, companion_ci_low=low, companion_ci_high=high)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.divide(predicted, [value, high, low])
+    row.update(measured=ratio[0], ci_low=ratio[1], ci_high=ratio[2])
+    row["statistic"] = f"predicted / {row['statistic']}"
+    row["band_low"], row["band_high"] = theory_band
+
+
+def power_note(row: dict) -> str:
+    """What a theory claim's interval can catch: a prediction too high or too low by more
+    than these factors would leave the band with its whole interval."""
+    low, high = row["ci_low"], row["ci_high"]
+    band_low, band_high = row["band_low"], row["band_high"]
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0):
+        return ""
+    return (
+        f"predicted {row['companion'] * row['measured']:.3g}; the check catches a prediction "
+        f"{band_high / low:.2f}x too high or {high / band_low:.2f}x too low"
+    )
+
+
 def evaluate(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The claims table: one row per claim of ``claims`` (the parsed config/claims.yaml)."""
     tolerance = claims.get("default_tolerance", 0.25)
-    rows = [evaluate_claim(claim, tables, tolerance) for claim in claims["claims"]]
+    theory_band = tuple(claims.get("theory_band", THEORY_BAND))
+    rows = [evaluate_claim(claim, tables, tolerance, theory_band) for claim in claims["claims"]]
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
