@@ -135,3 +135,17 @@ def test_a_config_with_nothing_to_run_is_refused_before_any_job(tmp_path):
     assert "config lists nothing to run: no experiments, gauss_newton.sweeps or checkpoints" in (
         proc.stdout + proc.stderr
     )
+
+
+def test_held_out_choices_run_on_seeds_their_scorers_do_not_use():
+    """The paper config's independent trials: ctrl_spectral_reg chooses spectral_reg's
+    defaults on seeds exp4 (which scores them) does not use; theory_check's trials are shared
+    with no other experiment."""
+    paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    seeds = {
+        name: set(range(e["seeds"]) if isinstance(e["seeds"], int) else e["seeds"])
+        for name, e in paper["experiments"].items()
+    }
+    assert not seeds["ctrl_spectral_reg"] & seeds["exp4_strategies"]
+    others = set().union(*(s for name, s in seeds.items() if name != "theory_check"))
+    assert not seeds["theory_check"] & others
