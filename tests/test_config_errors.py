@@ -147,6 +147,15 @@ def test_duplicate_yaml_key_is_refused_naming_the_file(tmp_path):
     }
 
 
+def test_yaml_merge_keys_merge_and_a_key_beside_them_overrides(tmp_path):
+    text = "base: &b {seeds: 2, grid: {dim: [4]}}\nexperiments:\n  a:\n    <<: *b\n    seeds: 3\n"
+    (tmp_path / "m.yaml").write_text(text)
+    assert load_yaml(tmp_path / "m.yaml")["experiments"]["a"] == {"seeds": 3, "grid": {"dim": [4]}}
+    (tmp_path / "d.yaml").write_text(text + "    seeds: 4\n")  # the own key twice: refused
+    with pytest.raises(ConfigError, match=r"key 'seeds' appears twice .*line 6"):
+        load_yaml(tmp_path / "d.yaml")
+
+
 def test_missing_checkpoint_names_the_key(tmp_path):
     config = validate_config(
         {"checkpoints": {"mine": "nope.pt"}, "experiments": {"e": {"seeds": 1}}}

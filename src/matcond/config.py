@@ -63,11 +63,15 @@ _FillingValidator = _with_defaults(StrictValidator)
 
 
 class _UniqueKeyLoader(_SafeLoader):
-    """A YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
+    """A YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last).
+    Merge keys (``<<: *anchor``) still merge: only the mapping's own keys are compared, and a
+    key written beside a merge overrides the merged one, as YAML says."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=True)
             if key in seen:
                 raise ConfigError(
