@@ -350,6 +350,12 @@ def test_a_slurm_group_job_is_told_by_its_command_line():
     assert slurm_group_jobs(local) == slurm_group_jobs(["snakemake", "--executor"]) == 0
     last = [*group[:5], "--executor", "slurm-jobstep", "--target-jobs", "a:", "b:"]
     assert slurm_group_jobs(last) == 2
+    equals = [*group[:5], "--executor=slurm-jobstep", "--target-jobs", "a:", "b:", "--cores=1"]
+    assert slurm_group_jobs(equals) == 2
+    attached = [*group[:5], "--executor=slurm-jobstep", "--target-jobs=a:", "--cores", "1"]
+    assert slurm_group_jobs(attached) == 1
+    other = [*group[:5], "--executor=local", "--target-jobs", "a:"]
+    assert slurm_group_jobs(other) == 0
 
 
 @pytest.mark.parametrize("threads", [1, 3])

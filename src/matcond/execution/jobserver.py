@@ -66,8 +66,12 @@ SERVER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 def slurm_group_jobs(argv: Sequence[str]) -> int:
     """How many jobs a Snakemake with command line ``argv`` runs as a SLURM group job: the
     number of its ``--target-jobs`` if it runs them with executor ``slurm-jobstep`` (as the
-    Snakemake does that snakemake-executor-plugin-slurm's sbatch starts), else 0."""
-    args = list(argv)
+    Snakemake does that snakemake-executor-plugin-slurm's sbatch starts), else 0. Options
+    may be written ``--executor slurm-jobstep`` or ``--executor=slurm-jobstep``."""
+    args = []
+    for arg in argv:  # --option=value -> --option value, as argparse reads it
+        option, equals, value = arg.partition("=")
+        args += [option, value] if equals and option in ("--executor", "--target-jobs") else [arg]
     executor = args[args.index("--executor") + 1 :][:1] if "--executor" in args else []
     if executor != ["slurm-jobstep"] or "--target-jobs" not in args:
         return 0
