@@ -33,6 +33,10 @@ The 95 % interval is a bootstrap over trials (:func:`matcond.stats.bootstrap_ci`
 trials have the same seeds are resampled together (paired): a seed fixes the target, the data
 stream and the init, so two arms with one seed differ only in what the claim compares.
 
+A theory claim (``paper_value: theory``) is measured as the ratio predicted / measured, its
+interval from the measured statistic's, and its band is ``theory_band``
+(:func:`as_theory_ratio`); its ``note`` says what error the check would catch.
+
 Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger of
 ``default_tolerance`` (relative) and half a unit of its printed precision):
 
@@ -58,7 +62,6 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond import theory
-from matcond.median_bootstrap import median_ci
 from matcond.selection import DERIVED, MissingRows, arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
 from matcond.trials import format_value
@@ -170,12 +173,12 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
         return functools.reduce(reduce, values)
 
     statistic = "spearman" if kind == "correlation" else "/".join(dict.fromkeys(names))
+    if len(wheres) == 1:  # one arm: the statistic itself (the median's interval is exact)
+        return arms, stat[0], statistic
     return arms, measure, statistic
 
 
-def _estimate(
-    arms: list[pd.Series], measure, statistic: str
-) -> tuple[float, float, float, bool, int]:
+def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool, int]:
     """The measurement on the arms and its bootstrap interval, and the trials it used.
 
     Arms are paired on the seeds they share (a seed fixes target, data and init): a trial
@@ -194,9 +197,6 @@ def _estimate(
         value = float(measure(*samples))
     if not math.isfinite(value):
         return value, math.nan, math.nan, paired, n
-    if len(samples) == 1 and statistic == "median":  # exact: matcond.median_bootstrap
-        low, high = median_ci(samples[0][None])
-        return value, float(low[0]), float(high[0]), paired, n
     low, high = bootstrap_ci(samples, measure, paired=paired)
     return value, float(low), float(high), paired, n
 
@@ -231,8 +231,8 @@ def _direction(claim: dict, tables, low: float, high: float) -> bool:
     kind = claim.get("kind", "value")
     if kind == "value" and "baseline" in claim and "expect_than" not in claim:
         ratio = {**claim, "kind": "ratio"}
-        arms, measure, statistic = _measurement(ratio, tables)
-        _, low, high, _, _ = _estimate(arms, measure, statistic)
+        arms, measure, _ = _measurement(ratio, tables)
+        _, low, high, _, _ = _estimate(arms, measure)
         threshold = 1.0
     else:
         threshold = claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
@@ -264,8 +264,8 @@ def _companion(claim: dict, tables, statistic: str) -> tuple[float, float, float
     other = {"mean": "median", "median": "mean"}.get(statistic)
     if other is None or claim.get("kind", "value") == "correlation":
         return math.nan, math.nan, math.nan
-    arms, measure, statistic = _measurement({**claim, "statistic": other}, tables)
-    value, low, high, _, _ = _estimate(arms, measure, statistic)
+    arms, measure, _ = _measurement({**claim, "statistic": other}, tables)
+    value, low, high, _, _ = _estimate(arms, measure)
     return value, low, high
 
 
@@ -298,7 +298,7 @@ def evaluate_claim(
     try:
         row["band_low"], row["band_high"] = reference(claim, tables, tolerance)
         arms, measure, statistic = _measurement(claim, tables)
-        value, low, high, paired, n = _estimate(arms, measure, statistic)
+        value, low, high, paired, n = _estimate(arms, measure)
         row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
         row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
         if claim["paper_value"] == "theory":

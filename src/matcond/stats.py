@@ -102,7 +102,8 @@ def bootstrap_ci(
     *,
     paired: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """95 % bootstrap interval of ``statistic(*samples, axis=-1)`` (BCa, else percentile).
+    """95 % bootstrap interval of ``statistic(*samples, axis=-1)`` (BCa, else percentile);
+    exact for ``np.median`` of one sample (:func:`matcond.median_bootstrap.median_ci`).
 
     ``samples`` are arrays whose last axis runs over trials; leading axes are a batch of
     independent groups (all of one size). ``paired=True`` resamples the same trials from every
@@ -117,6 +118,9 @@ def bootstrap_ci(
     batch = samples[0].shape[:-1]
     if min(s.shape[-1] for s in samples) < 2:
         return np.full(batch, np.nan), np.full(batch, np.nan)
+    if statistic is np.median and len(samples) == 1:  # exact: no resampling
+        low, high = median_ci(samples[0].reshape(-1, samples[0].shape[-1]))
+        return low.reshape(batch), high.reshape(batch)
 
     def run(method: str, data: list[np.ndarray]):
         with warnings.catch_warnings():
@@ -225,10 +229,7 @@ def summarise_groups(
         data = np.stack([values for _, values in members])
         names = ["mean", "median"] if kind == "error" else ["abslog"]
         for name in names:
-            if name == "median":  # exact: no resampling (matcond.median_bootstrap)
-                low, high = median_ci(data)
-            else:
-                low, high = bootstrap_ci([data], np.mean)
+            low, high = bootstrap_ci([data], np.median if name == "median" else np.mean)
             for (i, _), lo, hi in zip(members, low, high, strict=True):
                 rows[i][f"{name}_ci_low"], rows[i][f"{name}_ci_high"] = float(lo), float(hi)
     for row in rows:

@@ -58,15 +58,6 @@ class Target:
         ]
         return torch.tensor(logs, dtype=self.dtype, device=self.device)
 
-    def select(self, keep: torch.Tensor) -> None:
-        """Keep the trials at positions ``keep`` (the others stopped training)."""
-        kept = keep.tolist()
-        if self.products is not None:
-            self.products = [self.products[i] for i in kept]
-        for name in ("singular_values", "log_kappa"):
-            if name in self.__dict__:
-                self.__dict__[name] = self.__dict__[name][keep.to(self.device)]
-
 
 Penalty = Callable[[models.Model, dict, Target], torch.Tensor]
 GradientHook = Callable[[models.Model, dict, Target], None]

@@ -230,7 +230,8 @@ def train(
             groups = _param_groups(model, spec)
             optimizer.select(index, groups)
             params = [p for group in groups for p in group["params"]]
-            target.select(index)
+            if target.products is not None:
+                target = Target([target.products[p] for p in keep], spec, device)
         if epoch in recorded:
             for position, snapshot in enumerate(_snapshots(model)):
                 i = active[position]
