@@ -11,16 +11,19 @@ import yaml
 
 from matcond.claims import (
     CLAIM_COLUMNS,
+    GN_PAPER,
     OWN,
     PAPER,
     as_theory_ratio,
     band,
+    claim_source,
     evaluate,
     evaluate_readings,
     power_note,
     printed_half_unit,
     readings_summary,
     scorecard,
+    summary_markdown,
     to_markdown,
     verdict,
 )
@@ -336,3 +339,135 @@ def test_a_theory_claim_is_the_ratio_predicted_over_measured_against_the_band():
                 "predicted 0.5; the check catches a prediction 1.56x too high or 1.56x too low"
             )
     assert verdicts == {0.5: "reproduced", 0.75: "inconclusive", 1.5: "not reproduced"}
+
+
+def gn_table(tightness, relative_error=1e-12, reliable=True) -> pd.DataFrame:
+    """A GN sweep's table: two depths per seed, the bound's tightness given per seed at depth
+    3 (depth 2: 1.5), kappa growing with depth."""
+    rows = []
+    for seed, t in enumerate(tightness):
+        for depth, tight in ((2, 1.5), (3, t)):
+            rows.append(
+                {
+                    "dataset": "digits",
+                    "depth": depth,
+                    "seed": seed,
+                    "kappa": 10.0 * depth**2 * (1 + 0.01 * seed),
+                    "relative_error": relative_error,
+                    "reliable": reliable,
+                    "tightness_convex": tight,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def gn_claim(claim_id, paper_value, **kw):
+    return claim(claim_id, paper_value, where="GN §4.2", table="gn_fig3_bounds", **kw)
+
+
+def test_a_gn_claim_reads_one_value_per_seed_and_counts_for_its_paper():
+    tables = {"gn_fig3_bounds": gn_table([1.2] * 6)}
+    table = run(
+        tables,
+        gn_claim(
+            "quadratic",
+            2.25,
+            kind="ratio",
+            filter={"depth": 3, "field": "kappa"},
+            baseline={"depth": 2, "field": "kappa"},
+        ),
+        gn_claim("tight", 1.0, filter={"depth": 3, "field": "tightness_convex"}),
+        gn_claim("several", 1.0, filter={"field": "tightness_convex"}),
+    )
+    assert table["source"].unique().tolist() == [GN_PAPER]
+    assert table.loc["quadratic", "measured"] == pytest.approx(9 / 4)
+    assert table.loc["quadratic", "paired"] and table.loc["quadratic", "n"] == 6
+    assert table.loc["quadratic", "verdict"] == "reproduced"
+    assert table.loc["tight", "verdict"] == "reproduced"  # 1.2 is within 1 ± 25 %
+    # without statistic min/max a seed must match one network
+    assert table.loc["several", "verdict"] == "not comparable"
+    assert "several networks per seed" in table.loc["several", "note"]
+    card = scorecard(table.reset_index()).set_index("source")
+    assert card.loc[GN_PAPER, "claims"] == 3
+
+
+@pytest.mark.parametrize(
+    ("tightness", "relative_error", "expected"),
+    [
+        (1 - 4e-15, 3e-12, "reproduced"),  # equal to the exact kappa within its own error
+        (1.0 - 1e-6, 3e-12, "not reproduced"),  # below it by more than the error: refuted
+        (0.5, 3e-12, "not reproduced"),
+    ],
+)
+def test_every_bound_holds_is_the_smallest_tightness_within_kappas_error(
+    tightness, relative_error, expected
+):
+    """Statistic min takes each seed's smallest over every network the filter matches."""
+    values = [1.3, 1.1, tightness, 2.0, 1.7, 1.4]
+    tables = {"gn_fig3_bounds": gn_table(values, relative_error)}
+    table = run(
+        tables,
+        gn_claim(
+            "holds", [1.0, math.inf], statistic="min", filter={"field": "tightness_convex_upper"}
+        ),
+    )
+    row = table.loc["holds"]
+    assert row["verdict"] == expected
+    assert row["measured"] == pytest.approx(tightness / (1 - relative_error), rel=1e-15)
+    assert row["ci_low"] == pytest.approx(row["measured"], rel=1e-15)
+
+
+def test_unreliable_kappas_are_left_out_and_said(tables):
+    gn = gn_table([1.2] * 6)
+    gn.loc[gn["seed"] == 0, "reliable"] = False
+    table = run(
+        {"gn_fig3_bounds": gn},
+        gn_claim("tight", 1.0, filter={"depth": 3, "field": "tightness_convex"}),
+    )
+    assert table.loc["tight", "n"] == 5
+    assert "1 unreliable κ left out" in table.loc["tight", "note"]  # the depth-3 network
+
+
+def test_the_paper_claims_file_holds_the_gauss_newton_papers_claims():
+    sources = pd.Series([claim_source(c) for c in CLAIMS["claims"]]).value_counts()
+    assert sources[GN_PAPER] >= 15
+
+
+def test_a_gn_claim_reads_the_last_epoch_unless_told_and_warns_on_few_seeds():
+    early = gn_table([1.2] * 3).assign(epoch=0)
+    late = gn_table([1.2] * 3).assign(epoch=5, kappa=lambda t: 2 * t["kappa"])
+    table = run(
+        {"gn_fig3_bounds": pd.concat([early, late], ignore_index=True)},
+        gn_claim("last", 180.0, filter={"depth": 3, "field": "kappa"}),
+        gn_claim("first", 90.0, filter={"depth": 3, "epoch": 0, "field": "kappa"}),
+    )
+    assert table.loc["last", "measured"] == pytest.approx(2 * 90 * 1.01)
+    assert table.loc["first", "measured"] == pytest.approx(90 * 1.01)
+    assert "only 3 trials" in table.loc["last", "note"]
+
+
+def test_the_summary_lists_every_claim_under_its_source_and_verdict(tables):
+    table = run(
+        {**tables, "gn_fig3_bounds": gn_table([1.2] * 6)},
+        claim("inside", 0.13, filter={"component": "row_norms", "dim": 32}),
+        claim("outside", 34.9, filter={"component": "condition_number", "dim": 512}),
+        gn_claim("tight", 1.0, filter={"depth": 3, "field": "tightness_convex"}),
+    ).reset_index()
+    text = summary_markdown(table)
+    paper, gn = text.index(f"## {PAPER}"), text.index(f"## {GN_PAPER}")
+    assert text.index("## Scorecard") < paper < gn
+    assert paper < text.index("### reproduced (1)") < text.index("`inside`") < gn
+    assert text.index("### not reproduced (1)") < text.index("`outside`") < gn
+    assert gn < text.index("`tight`")
+    row = table.set_index("claim_id").loc["outside"]
+    assert f"{row['measured']:.3g} [{row['ci_low']:.3g}, {row['ci_high']:.3g}]" in text
+
+
+def test_a_gn_arm_with_nothing_reliable_is_not_comparable():
+    gn = gn_table([1.2] * 6, reliable=False)
+    table = run(
+        {"gn_fig3_bounds": gn},
+        gn_claim("holds", [1.0, math.inf], statistic="min", filter={"field": "tightness_convex"}),
+    )
+    assert table.loc["holds", "verdict"] == "not comparable"
+    assert "no reliable, finite tightness_convex" in table.loc["holds", "note"]

@@ -21,7 +21,12 @@ from matcond.theory import PREDICTED
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
-PAPER = set(yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"])
+_PAPER_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+# the paper config's experiments and GN sweeps' tables: what claims may name
+PAPER = {
+    *_PAPER_CONFIG["experiments"],
+    *(f"gn_{s}" for s in _PAPER_CONFIG["gauss_newton"]["sweeps"]),
+}
 FILE = "config/claims.yaml"
 
 
@@ -215,6 +220,36 @@ MISTAKES = {
         lambda claims: claims.update(reading=[]),
         "(top level): Additional properties are not allowed",
         "(did you mean 'readings'?)",
+    ),
+    "a GN claim on a column its sweep has not": (
+        setter("gn_width_improves", "filter", "widht", value=512),
+        "claim gn_width_improves: filter.widht: 'widht' is not a column of gn_fig2_depth",
+        "(did you mean 'width'?)",
+    ),
+    "a GN claim reading a column its sweep has not": (
+        setter("gn_width_improves", "baseline", "field", value="kapa"),
+        "claim gn_width_improves: baseline.field: 'kapa' is not a column of gn_fig2_depth",
+        "(did you mean 'kappa'?)",
+    ),
+    "a GN claim without its field": (
+        lambda claims: by_id(claims, "gn_width_improves")["filter"].pop("field"),
+        "claim gn_width_improves: filter: 'field' is a required property",
+        "",
+    ),
+    "an _upper of a column that is no tightness": (
+        setter("gn_width_improves", "filter", "field", value="kappa_upper"),
+        "claim gn_width_improves: filter.field: only a tightness column has an _upper",
+        "",
+    ),
+    "a GN sweep not configured": (
+        setter("gn_width_improves", "table", value="gn_fig2_deep"),
+        "claim gn_width_improves: table: 'gn_fig2_deep' is not an experiment",
+        "(did you mean 'gn_fig2_depth'?)",
+    ),
+    "a component on a GN table": (
+        setter("gn_width_improves", "filter", "component", value="condition_number"),
+        "claim gn_width_improves: filter.component: 'component' is not a column",
+        "",
     ),
     "reading experiment misspelt": (
         lambda claims: claims["readings"][0].update(experiment="ctrl_innit"),

@@ -412,8 +412,9 @@ def config_notes(
     how many figures and claims are skipped because their experiments are not configured.
     """
     from matcond.config import did_you_mean
+    from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 
-    configured = {*experiments, *gn_parts}
+    configured = {*experiments, *gn_parts, *(GN_TABLE_PREFIX + p for p in gn_parts)}
     known = {
         *(e for f in FIGURES.values() for e in (*f.experiments, *f.optional)),
         *claim_tables,

@@ -10,8 +10,13 @@ table's last unless ``epoch`` is given), field ``error`` unless ``field`` says `
 ``gradient_ratio``, is one value per trial computed from its exp3 rows: the median over
 epochs >= 1 of |dL/d sigma_1| / |dL/d sigma_min|.
 
-A claim is the paper's (its text, slides, review) or our own check (theory, controls):
-``source``, :func:`claim_source`; the two are counted apart (:func:`scorecard`).
+A claim is the condition-number paper's (its text, slides, review), the Gauss-Newton paper's
+(a claim on a GN sweep's table, ``gn_{sweep}``) or our own check (theory, controls):
+``source``, :func:`claim_source`; each is counted apart (:func:`scorecard`). A GN claim's
+arms are one value per seed of the sweep's table (:func:`matcond.selection.gn_arm`): its
+filter names the table's columns and the ``field`` read (``tightness_x_upper`` allows for the
+exact κ's rounding error); with statistic ``min`` or ``max`` each seed contributes its
+extreme over every network the filter matches ("every bound holds").
 
 ``kind`` says what is measured from the arms (``stat`` is the claim's ``statistic``: unless
 given, the mean for the paper's claims, which report means, and the component's headline
@@ -41,6 +46,8 @@ Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger 
 ``default_tolerance`` (relative) and half a unit of its printed precision):
 
 - ``reproduced``: the interval lies inside the band;
+- ``not reproduced`` also where a claim on every trial (statistic ``min``/``max``) has one
+  trial outside the band: a counterexample, not a sampling question;
 - ``not reproduced``: the interval lies outside the band — or ``direction only`` if the claim
   has an ``expect`` (``greater``/``less``) and the interval of its direction lies wholly on
   that side: of ``expect_than`` (default 1 for ratios, 0 for improvements, gaps and
@@ -62,7 +69,8 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond import theory
-from matcond.selection import DERIVED, MissingRows, arm
+from matcond.gn_experiments.columns import GN_TABLE_PREFIX
+from matcond.selection import DERIVED, ROW_REDUCERS, MissingRows, arm, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
 from matcond.trials import format_value
 
@@ -88,8 +96,9 @@ CLAIM_COLUMNS = [
     "companion_ci_high",
     "note",
 ]
-# Who makes a claim: the paper (its text, slides and review) or we (theory, controls).
-PAPER, OWN = "condition-number paper", "own check"
+# Who makes a claim: a paper (its text, slides and review) or we (theory, controls).
+PAPER, GN_PAPER, OWN = "condition-number paper", "Gauss-Newton paper", "own check"
+SOURCES = (PAPER, GN_PAPER, OWN)
 VERDICTS = (
     "reproduced",
     "direction only",
@@ -101,6 +110,7 @@ VERDICTS = (
 DEFAULT_THRESHOLD = {"ratio": 1.0, "improvement": 0.0, "improvement_gap": 0.0, "correlation": 0.0}
 REDUCE = {"min": np.minimum, "max": np.maximum}
 THEORY_BAND = (0.8, 1.25)  # default of claims.yaml's theory_band
+FEW_TRIALS = 5  # below this many trials a claim's note warns that its interval undercovers
 
 
 def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -112,19 +122,22 @@ def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def claim_source(claim: dict) -> str:
-    """:data:`OWN` for our theory's predictions and our controls, :data:`PAPER` otherwise."""
-    own = claim["paper_value"] == "theory" or claim["where"].startswith(("control", "theory"))
-    return OWN if own else PAPER
+    """:data:`OWN` for our theory's predictions and our controls; else :data:`GN_PAPER` for a
+    claim on a GN sweep's table, :data:`PAPER` otherwise."""
+    if claim["paper_value"] == "theory" or claim["where"].startswith(("control", "theory")):
+        return OWN
+    return GN_PAPER if claim["table"].startswith(GN_TABLE_PREFIX) else PAPER
 
 
-def _statistic(claim: dict, component: str) -> str:
-    """The statistic a claim is judged on: its own ``statistic``; else for the paper's claims
-    the mean (the paper reports means ± std), for our checks the component's headline."""
+def _statistic(claim: dict, component: str | None) -> str:
+    """The statistic a claim is judged on: its own ``statistic``; else for the papers' claims
+    the mean (both report means ± std), for our checks the component's headline (the median
+    for a GN field, heavy-tailed as κ is)."""
     if claim.get("statistic"):
         return claim["statistic"]
-    if component in DERIVED:
+    if component in DERIVED or (component is None and claim_source(claim) == OWN):
         return "median"
-    return "mean" if claim_source(claim) == PAPER else headline(component)
+    return "mean" if claim_source(claim) != OWN else headline(component)
 
 
 def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
@@ -150,8 +163,12 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
             term.append(range(len(wheres), len(wheres) + len(comparison)))
             wheres.extend(comparison)
         terms.append(term)
-    arms = [arm(table, w, claim.get("field", "error")) for w in wheres]
-    names = [_statistic(claim, w["component"]) for w in wheres]
+    names = [_statistic(claim, w.get("component")) for w in wheres]
+    if claim["table"].startswith(GN_TABLE_PREFIX):
+        reduce_rows = [name if name in ROW_REDUCERS else None for name in names]
+        arms = [gn_arm(table, w, r) for w, r in zip(wheres, reduce_rows, strict=True)]
+    else:
+        arms = [arm(table, w, claim.get("field", "error")) for w in wheres]
     stat = [STATISTICS[name] for name in names]
 
     def compare(index: range, samples, axis: int) -> np.ndarray:
@@ -193,6 +210,8 @@ def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool
         arms = [a.loc[common] for a in arms]
     samples = [a.to_numpy() for a in arms]
     n = min(s.size for s in samples)
+    if n == 0:  # every trial of an arm left out (diverged, not finite)
+        return math.nan, math.nan, math.nan, paired, n
     with np.errstate(all="ignore"):
         value = float(measure(*samples))
     if not math.isfinite(value):
@@ -247,6 +266,9 @@ def verdict(claim: dict, measured: dict, tables) -> str:
     band_low, band_high = measured["band_low"], measured["band_high"]
     if not math.isfinite(value) or math.isnan(band_low) or math.isnan(band_high):
         return "not comparable"
+    extreme = claim.get("statistic")  # min / max: a claim on every trial, refuted by one
+    if (extreme == "min" and value < band_low) or (extreme == "max" and value > band_high):
+        return "not reproduced"
     if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive"
     if band_low <= low and high <= band_high:
@@ -270,10 +292,11 @@ def _companion(claim: dict, tables, statistic: str) -> tuple[float, float, float
 
 
 def _tail_note(arms: list[pd.Series]) -> str:
-    """For a mean: the share of the largest trial in the sum, when it dominates (> 25 %)."""
+    """For a mean: the share of the largest trial in the sum, when it dominates (more than
+    25 % and more than twice its equal share 1/n)."""
     values = np.abs(arms[0].to_numpy(dtype=float))
     total = values.sum()
-    if values.size < 2 or not total > 0 or values.max() / total <= 0.25:
+    if values.size < 2 or not total > 0 or values.max() / total <= max(0.25, 2 / values.size):
         return ""
     return f"the largest of {values.size} trials is {values.max() / total:.0%} of the mean's sum"
 
@@ -315,6 +338,13 @@ def evaluate_claim(
         row["note"] = power_note(row)
     elif statistic == "mean" and row["kind"] == "value":
         row["note"] = _tail_note(arms)
+    notes = [row["note"]] if row["note"] else []
+    unreliable = sum(a.attrs.get("n_unreliable", 0) for a in arms)
+    if unreliable:
+        notes.append(f"{unreliable} unreliable κ left out")
+    if 2 <= n < FEW_TRIALS:
+        notes.append(f"only {n} trials: a bootstrap interval this small undercovers")
+    row["note"] = "; ".join(notes)
     return row
 
 
@@ -411,17 +441,58 @@ def readings_summary(readings: pd.DataFrame) -> pd.DataFrame:
 def scorecard(table: pd.DataFrame) -> pd.DataFrame:
     """Verdict counts per source (the paper's claims apart from our own checks)."""
     counts = pd.crosstab(table["source"], table["verdict"])
+    counts = counts.reindex(index=[s for s in SOURCES if s in counts.index])
     counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
     counts.insert(0, "claims", counts.sum(axis=1))
     return counts.reset_index()
 
 
 def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The scorecard, then the claims of each source (the paper's first), as named sections."""
+    """The scorecard, then the claims of each source (the papers' first), as named sections."""
     sections = {"Scorecard": scorecard(table)}
-    for source in sorted(table["source"].unique(), key=lambda s: (s == OWN, s)):
-        sections[f"Claims: {source}"] = table[table["source"] == source]
+    for source in SOURCES:
+        if (table["source"] == source).any():
+            sections[f"Claims: {source}"] = table[table["source"] == source]
     return sections
+
+
+def _interval(value: float, low: float, high: float) -> str:
+    return f"{value:.3g} [{low:.3g}, {high:.3g}]"
+
+
+def summary_markdown(table: pd.DataFrame) -> str:
+    """``results/summary.md``: the scorecard, then per source and verdict one line per claim
+    (statement, measurement with its interval, the paper's value, the companion and the
+    note), written from the claims table so that no prose restates a number by hand."""
+    lines = ["# What the claims say", "", "Written by rule `claims` from `results/claims.csv`.", ""]
+    lines += ["## Scorecard", "", to_markdown(scorecard(table))]
+    for source in SOURCES:
+        rows = table[table["source"] == source]
+        if rows.empty:
+            continue
+        lines += [f"## {source}", ""]
+        for name in VERDICTS:
+            chosen = rows[rows["verdict"] == name]
+            if chosen.empty:
+                continue
+            lines += [f"### {name} ({len(chosen)})", ""]
+            for row in chosen.itertuples(index=False):
+                text = f"- `{row.claim_id}` ({row.where}): {row.statement}."
+                if math.isfinite(row.measured):
+                    measured = _interval(row.measured, row.ci_low, row.ci_high)
+                    text += f" Measured ({row.statistic}, n = {row.n:.0f}): {measured}"
+                    text += f"; band [{row.band_low:.3g}, {row.band_high:.3g}]"
+                    text += f" (paper: {row.paper_value})."
+                if math.isfinite(row.companion):
+                    companion = _interval(
+                        row.companion, row.companion_ci_low, row.companion_ci_high
+                    )
+                    text += f" Companion: {companion}."
+                if row.note:
+                    text += f" Note: {row.note}."
+                lines.append(text)
+            lines.append("")
+    return "\n".join(lines)
 
 
 def to_markdown(table: pd.DataFrame) -> str:

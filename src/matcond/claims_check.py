@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator, validators
 
 from matcond import config
 from matcond.config import ConfigError, did_you_mean, raise_first_error
+from matcond.gn_experiments.columns import GN_TABLE_PREFIX, SWEEP_COLUMNS
 
 SCHEMA_PATH = config.SCHEMA_PATH.with_name("claims.schema.yaml")
 CLAIMS_FILE = "config/claims.yaml"
@@ -76,8 +77,8 @@ def _check_component(name: str, prefix: str) -> None:
 def _check_table(name: str, experiments: Collection[str], prefix: str) -> None:
     if name not in experiments:
         raise ConfigError(
-            f"{prefix}{name!r} is not an experiment of the paper config or of this config"
-            + did_you_mean(name, sorted(experiments))
+            f"{prefix}{name!r} is not an experiment (or gn_ GN sweep) of the paper config or "
+            "of this config" + did_you_mean(name, sorted(experiments))
         )
 
 
@@ -87,9 +88,38 @@ def _check_unique(names: list, what: str, prefix: str) -> None:
         raise ConfigError(f"{prefix}{what} {repeated[0]!r} is given twice")
 
 
+def _check_gn_claim(claim: dict, prefix: str) -> None:
+    """The columns a claim on a GN sweep's table names are the sweep's."""
+    columns = SWEEP_COLUMNS[claim["table"].removeprefix(GN_TABLE_PREFIX)]
+    named = [
+        (f"{k}.{c}", c)
+        for k in ("filter", "baseline", "over")
+        for c in claim.get(k, {})
+        if c != "field"
+    ]
+    named += [
+        (f"{k}.field", claim[k]["field"].removesuffix("_upper"))
+        for k in ("filter", "baseline")
+        if k in claim
+    ]
+    for field, name in named:
+        if name not in columns:
+            raise ConfigError(
+                f"{prefix}{field}: {name!r} is not a column of {claim['table']}"
+                + did_you_mean(name, columns)
+            )
+    for k in ("filter", "baseline"):
+        field = claim.get(k, {}).get("field", "")
+        if field.endswith("_upper") and not field.startswith("tightness"):
+            raise ConfigError(f"{prefix}{k}.field: only a tightness column has an _upper")
+
+
 def _check_claim(claim: dict, experiments: Collection[str], prefix: str) -> None:
     """What the schema cannot say about one (schema-valid) claim."""
     _check_table(claim["table"], experiments, f"{prefix}table: ")
+    if claim["table"].startswith(GN_TABLE_PREFIX):
+        _check_gn_claim(claim, prefix)
+        return
     named = [
         (f"{k}.component", claim[k]["component"])
         for k in ("filter", "baseline")
@@ -109,7 +139,7 @@ def _check_claim(claim: dict, experiments: Collection[str], prefix: str) -> None
 def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIMS_FILE) -> None:
     """Raise ConfigError, naming ``file``, the claim and the field, unless ``claims`` (the
     parsed claims file) is valid and its tables are among ``experiments`` (the experiments of
-    the paper config and of the current config)."""
+    the paper config and of the current config, and ``gn_{sweep}`` for their GN sweeps)."""
     schema = load_schema()
     whole = _Validator(schema)
     entries = claims.get("claims") if isinstance(claims, dict) else None

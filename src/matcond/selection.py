@@ -1,8 +1,11 @@
-"""Values per trial from an experiment's per-trial table (``results/per_trial/{experiment}``).
+"""Values per trial from an experiment's per-trial table (``results/per_trial/{experiment}``)
+or per seed from a Gauss-Newton sweep's table (``results/tables/gn_{sweep}``).
 
 A per-trial table is every trial table of one experiment stacked: the trials' settings as
 columns, then ``matrix``, ``epoch``, ``component``, ``trained``, ``target``, ``error``,
-``loss``, ``diverged``, ``diverged_epoch`` (matcond.run). An *arm* is one value per trial.
+``loss``, ``diverged``, ``diverged_epoch`` (matcond.run). A GN sweep's table has one row per
+network and seed (columns: :data:`matcond.gn_experiments.columns.SWEEP_COLUMNS`). An *arm* is
+one value per trial (per seed).
 """
 
 from __future__ import annotations
@@ -89,6 +92,58 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     kept = kept[np.isfinite(kept.astype(float))].astype(float).sort_index()
     kept.attrs["n_diverged"] = int(diverged.sum())
     return kept
+
+
+UPPER = "_upper"  # a GN field tightness_x_upper: the largest tightness_x within κ's error
+ROW_REDUCERS = {"min": np.min, "max": np.max}
+
+
+def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None) -> pd.Series:
+    """One value per seed (its index) from a GN sweep's table, for the rows matching ``where``.
+
+    ``where`` holds column values, ``field`` (the column read; required) and ``epoch`` (where
+    the table has one; default its last). ``reduce`` (``min``/``max``) takes each seed's
+    extreme over several matching rows (e.g. every depth); without it a seed must match one
+    row. Field ``{tightness column}_upper`` is bound / (κ (1 - relative_error)), the largest
+    tightness the exact κ's own error estimate allows: a bound is refuted only where it is
+    below 1. Rows whose κ is not reliable, and non-finite values, are dropped:
+    ``attrs["n_unreliable"]`` counts the unreliable ones (``attrs["n_diverged"]`` is 0).
+    """
+    where = dict(where)
+    field = where.pop("field")
+    if "epoch" in table and "epoch" not in where:
+        where["epoch"] = table["epoch"].max()
+    rows = table
+    for key, value in where.items():
+        if key not in rows:
+            raise MissingRows(f"no column {key!r}")
+        rows = rows[matches(rows[key], value)]
+    if rows.empty:
+        raise MissingRows(f"no network matches {where}")
+    column = field.removesuffix(UPPER) if field.endswith(UPPER) else field
+    if column not in rows:
+        raise MissingRows(f"no column {column!r}")
+    values = rows[column].astype(float)
+    if column != field:
+        with np.errstate(divide="ignore"):
+            values = values / (1 - rows["relative_error"].astype(float)).clip(lower=0)
+    reliable = rows["reliable"].astype(bool) if "reliable" in rows else True
+    values = values[reliable]
+    values = values[np.isfinite(values)]
+    if values.empty:
+        raise MissingRows(f"no reliable, finite {field} where {where}")
+    seeds = rows.loc[values.index, "seed"]
+    if reduce is not None:
+        values = values.groupby(seeds).agg(ROW_REDUCERS[reduce])
+    elif seeds.duplicated().any():
+        raise MissingRows(f"{where} selects several networks per seed")
+    else:
+        values.index = pd.Index(seeds.to_numpy(), name="seed")
+    values = values.sort_index()
+    values.attrs.update(
+        n_diverged=0, n_unreliable=int((~reliable).sum()) if "reliable" in rows else 0
+    )
+    return values
 
 
 DIVERGED_COLUMNS = ["experiment", "trial", "diverged_epoch"]

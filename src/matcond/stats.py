@@ -93,7 +93,13 @@ def _std(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.std(x, axis=axis, ddof=1)
 
 
-STATISTICS: dict[str, Statistic] = {"mean": np.mean, "median": np.median, "std": _std}
+STATISTICS: dict[str, Statistic] = {
+    "mean": np.mean,
+    "median": np.median,
+    "std": _std,
+    "min": np.min,
+    "max": np.max,
+}
 
 
 def bootstrap_ci(

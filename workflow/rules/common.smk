@@ -15,6 +15,7 @@ from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
 from matcond.fingerprints import code_fingerprint, module_path
+from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.trials import all_trials, blocks_of, seeds_by_cell, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
@@ -173,7 +174,12 @@ if workflow.is_main_process:
     try:
         _claims = load_yaml(CLAIMS_FILE)
         _paper = _files.get(PAPER_CONFIG.resolve()) or load_yaml(PAPER_CONFIG)
-        validate_claims(_claims, {*_paper["experiments"], *TRIALS}, CLAIMS_FILE)
+        _sweeps = {*_paper.get("gauss_newton", {}).get("sweeps", {}), *GN["sweeps"]}
+        validate_claims(
+            _claims,
+            {*_paper["experiments"], *TRIALS, *(f"{GN_TABLE_PREFIX}{s}" for s in _sweeps)},
+            CLAIMS_FILE,
+        )
     except ConfigError as err:
         sys.exit(f"Invalid claims: {err}")
     for _note in config_notes(
@@ -360,6 +366,11 @@ def trials_json(wildcards):
 
 def all_per_trial_tables():
     return expand("results/per_trial/{experiment}.parquet", experiment=TRIALS)
+
+
+def all_gn_sweep_tables():
+    """The GN sweeps' tables (claims on gn_{sweep} read them)."""
+    return expand("results/tables/gn_{sweep}.parquet", sweep=GN["sweeps"])
 
 
 def all_targets():

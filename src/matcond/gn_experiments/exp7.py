@@ -16,8 +16,9 @@ from matcond.gauss_newton.bounds import (
 )
 from matcond.gauss_newton.leaky_relu import leaky_relu_gn_spectrum
 from matcond.gauss_newton.linear import linear_gn_spectrum
+from matcond.gn_experiments.columns import EXACT_COLUMNS
 from matcond.gn_experiments.data import Settings, gaussian_data, whiten
-from matcond.gn_experiments.records import EXACT_COLUMNS, spectrum_columns
+from matcond.gn_experiments.records import spectrum_columns
 from matcond.stats import summarise
 
 EXP7_MODELS = ("deep_linear", "relu_mlp")

@@ -18,17 +18,7 @@ from matcond.gauss_newton.leaky_relu import leaky_relu_gn_spectrum
 from matcond.gauss_newton.linear import linear_gn_spectrum
 from matcond.gauss_newton.residual import residual_gn_spectrum
 from matcond.gauss_newton.spectrum import GNSpectrum
-
-EXACT_COLUMNS = [
-    "kappa",
-    "rank",
-    "rank_source",
-    "gap_at_cut",
-    "relative_error",
-    "reliable",
-    "reliability",
-    "solver",
-]
+from matcond.gn_experiments.columns import PER_LAYER_COLUMNS
 
 
 def spectrum_columns(spectrum: GNSpectrum) -> dict[str, Any]:
@@ -46,16 +36,6 @@ def spectrum_columns(spectrum: GNSpectrum) -> dict[str, Any]:
 
 
 # Lemma 2's per-layer components (matcond.gauss_newton.bounds.lemma2_bound), as JSON lists.
-PER_LAYER_COLUMNS = [
-    "term_per_layer",
-    "gamma_per_layer",
-    "kappa_sq_outer_per_layer",
-    "kappa_sq_inner_per_layer",
-    "lambda_min_outer_per_layer",
-    "lambda_min_inner_per_layer",
-]
-
-
 def linear_record(
     weights: Sequence[torch.Tensor], x: np.ndarray, beta: float = 0.0, per_layer: bool = False
 ) -> dict[str, Any]:

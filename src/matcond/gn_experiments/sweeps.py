@@ -13,13 +13,12 @@ from matcond.gauss_newton.linear_cnn import linear_cnn_gn_spectrum
 from matcond.gauss_newton.reference import reference_gn_spectrum
 from matcond.gn_experiments.appendices import functional_hessian_sweep, init_bound_sweep
 from matcond.gn_experiments.architectures import conv_pair
+from matcond.gn_experiments.columns import PRUNING_SWEEPS, SWEEP_COLUMNS
 from matcond.gn_experiments.data import Settings, digits_images, seed_list, sweep_inputs
 from matcond.gn_experiments.during_training import linear_training_sweep, relu_training_sweep
 from matcond.gn_experiments.networks import BETA_RULES, draw, kaiming_normal, one_hidden_linear
 from matcond.gn_experiments.pruning import pruning_sweep
 from matcond.gn_experiments.records import (
-    EXACT_COLUMNS,
-    PER_LAYER_COLUMNS,
     leaky_record,
     linear_record,
     spectrum_columns,
@@ -172,124 +171,6 @@ def linear_cnn_sweep(settings: Settings, data: Settings) -> pd.DataFrame:
                         )
     return pd.DataFrame(rows)
 
-
-DATA_COLUMNS = ["sweep", "dataset", "whitened", "n_samples", "d", "k"]
-LINEAR_COLUMNS = [
-    *EXACT_COLUMNS,
-    "bound_convex",
-    "bound_max",
-    "tightness_convex",
-    "tightness_max",
-    "kappa_sigma",
-]
-DEPTH_COLUMNS = [*DATA_COLUMNS, "width_rule", "width_param", "width", "depth", "seed"]
-LEAKY_COLUMNS = [
-    *DATA_COLUMNS,
-    "width",
-    "alpha",
-    "seed",
-    *EXACT_COLUMNS,
-    "bound",
-    "tightness",
-    "sigma_min_sq_x",
-    "sigma_min_sq_w",
-    "lambda_min_gamma",
-    "lambda_max_gamma",
-]
-TRAINING_COLUMNS = [*DATA_COLUMNS, "init", "lr", "batch_size", "seed", "width"]
-PRUNING_COLUMNS = [
-    *DATA_COLUMNS,
-    "gn_samples",
-    "network",
-    "init",
-    "optimizer",
-    "lr",
-    "prune_rate",
-    "seed",
-    "n_params",
-    *EXACT_COLUMNS,
-    "epoch",
-    "train_loss",
-]
-INIT_BOUNDS = ["lemma1", "lemma7", "asymptotic_g2"]
-# Appendix I.1's architectures (Figs. 13-16), one sweep each.
-PRUNING_SWEEPS = [
-    "fig13_pruning_vit",
-    "fig14_pruning_resnet20",
-    "fig15_pruning_resnet32",
-    "fig16_pruning_vgg5",
-]
-# The columns of every sweep's table, in order (the module docstring says what they mean).
-SWEEP_COLUMNS = {
-    "fig1_pruning": PRUNING_COLUMNS,
-    **dict.fromkeys(PRUNING_SWEEPS, PRUNING_COLUMNS),
-    "fig2_depth": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
-    "fig3_bounds": [*DEPTH_COLUMNS, *LINEAR_COLUMNS, *PER_LAYER_COLUMNS],
-    "fig5_residual": [
-        *DATA_COLUMNS,
-        "width",
-        "depth",
-        "seed",
-        "beta_rule",
-        "beta",
-        *LINEAR_COLUMNS,
-    ],
-    "fig6_leaky_width": LEAKY_COLUMNS,
-    "fig7_batchnorm": [
-        *DATA_COLUMNS,
-        "width",
-        "seed",
-        "batchnorm",
-        "n_params",
-        *EXACT_COLUMNS,
-    ],
-    "fig19_whitening": [*DEPTH_COLUMNS, *LINEAR_COLUMNS],
-    "fig23_leaky_alpha": LEAKY_COLUMNS,
-    "fig8_linear_cnn": [
-        *DATA_COLUMNS,
-        "head",
-        "kernel_size",
-        "filters",
-        "seed",
-        *EXACT_COLUMNS,
-    ],
-    "fig10_linear_training": [
-        *TRAINING_COLUMNS,
-        "depth",
-        "epoch",
-        "train_loss",
-        *LINEAR_COLUMNS,
-        *PER_LAYER_COLUMNS,
-    ],
-    "appF_functional_hessian": [
-        *DATA_COLUMNS,
-        "width",
-        "seed",
-        *EXACT_COLUMNS,
-        "reference_error",
-        "kappa_residual",
-        "kappa_sigma",
-        "bound",
-        "tightness",
-    ],
-    "appG_init_bounds": [
-        *DATA_COLUMNS,
-        "width",
-        "seed",
-        *EXACT_COLUMNS,
-        "kappa_sigma",
-        "t",
-        *[f"{kind}_{b}" for kind in ("bound", "tightness") for b in INIT_BOUNDS],
-    ],
-    "fig18_relu_training": [
-        *TRAINING_COLUMNS,
-        "gn_samples",
-        "epoch",
-        "train_loss",
-        *EXACT_COLUMNS,
-        "eigenvalues",
-    ],
-}
 
 SWEEPS: dict[str, Callable[[Settings, Settings], pd.DataFrame]] = {
     "fig1_pruning": pruning_sweep,

@@ -1,5 +1,5 @@
-"""Rule `claims`: per-trial tables -> the claims table (CSV, Markdown, HTML) and the claims
-under each reading of the paper's ambiguous settings."""
+"""Rule `claims`: per-trial and GN sweep tables -> the claims table (CSV, Markdown, HTML)
+and the claims under each reading of the paper's ambiguous settings."""
 
 import sys
 from pathlib import Path
@@ -12,6 +12,7 @@ from matcond.claims import (
     evaluate,
     evaluate_readings,
     readings_summary,
+    summary_markdown,
     to_html,
     to_markdown,
 )
@@ -21,12 +22,14 @@ from matcond.files import read_parquet, write_parquet
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     claims = yaml.safe_load(Path(snakemake.input.claims).read_text())
-    tables = {Path(p).stem: read_parquet(p) for p in snakemake.input.tables}
+    paths = [*snakemake.input.tables, *snakemake.input.gn_tables]
+    tables = {Path(p).stem: read_parquet(p) for p in paths}
     table = evaluate(claims, tables)
     table.to_csv(snakemake.output.csv, index=False)
     sections = by_source(table)
     markdown = "".join(f"## {name}\n\n{to_markdown(part)}\n" for name, part in sections.items())
     Path(snakemake.output.md).write_text(markdown)
+    Path(snakemake.output.summary).write_text(summary_markdown(table))
     Path(snakemake.output.html).write_text(to_html(sections, "Claims"))
     print(sections["Scorecard"].to_string(index=False), file=sys.stderr)
     readings = evaluate_readings(claims, tables)
