@@ -177,7 +177,11 @@ if workflow.is_main_process:
         _sweeps = {*_paper.get("gauss_newton", {}).get("sweeps", {}), *GN["sweeps"]}
         validate_claims(
             _claims,
-            {*_paper["experiments"], *TRIALS, *(f"{GN_TABLE_PREFIX}{s}" for s in _sweeps)},
+            {
+                *_paper["experiments"],
+                *TRIALS,
+                *(f"{GN_TABLE_PREFIX}{s}" for s in _sweeps),
+            },
             CLAIMS_FILE,
         )
     except ConfigError as err:
