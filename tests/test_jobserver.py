@@ -20,6 +20,7 @@ import psutil
 import pytest
 import yaml
 
+from matcond.execution import client
 from matcond.execution.client import (
     ADDRESS_ENV,
     NamedList,
@@ -28,6 +29,7 @@ from matcond.execution.client import (
 )
 from matcond.execution.jobserver import (
     PREFIX,
+    REQUEST_SECONDS,
     SERVED_BY,
     SERVER_THREADS,
     STARTUP_SECONDS,
@@ -221,6 +223,36 @@ def test_a_job_that_goes_away_before_its_request_leaves_the_server_running(serve
     conn.close()
     time.sleep(0.2)
     assert server.process.poll() is None and not children(server)
+
+
+def test_an_idle_connection_holds_up_no_other_job(server, spec, tmp_path, monkeypatch):
+    """A client that connects and sends no request line (a stray connection) neither blocks
+    the next job nor stays open past REQUEST_SECONDS."""
+    idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    idle.connect(server.address)
+    idle.sendall(b'{"rule": ')  # no newline
+    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    trial = job(spec, tmp_path, "after_idle", seeds=(0,))
+    started = time.monotonic()
+    assert request_job(trial) == 0
+    assert time.monotonic() - started < REQUEST_SECONDS
+    idle.settimeout(REQUEST_SECONDS + 30)
+    assert idle.recv(1) == b""  # dropped by the server
+    idle.close()
+
+
+def test_a_server_that_does_not_answer_fails_the_job_naming_it(tmp_path, monkeypatch):
+    """A listener that never starts the job (a stopped server, or a stale address of another
+    run's): the job fails after ANSWER_SECONDS with a message, instead of waiting forever."""
+    address = str(tmp_path / "silent.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(1)
+    monkeypatch.setenv(ADDRESS_ENV, address)
+    monkeypatch.setattr(client, "ANSWER_SECONDS", 0.5)
+    with pytest.raises(RuntimeError, match=f"the job server at {address} did not start"):
+        request_job({"rule": "x", "log": str(tmp_path / "log")})
+    listener.close()
 
 
 def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):

@@ -40,8 +40,10 @@ JOB_SERVERS = []
 
 def start_job_server():
     """Start a job server for this process's jobs unless config or deployment rule it out
-    (`job_server: false`; --sdm conda: the server would not run in the rules' environment).
+    (`job_server: false`; --sdm conda: the server would not run in the rules' environment);
+    either way no job goes to a server named by an inherited $MATCOND_JOB_SERVER.
     """
+    os.environ.pop(ADDRESS_ENV, None)  # inherited: another run's server, not this one's
     own_environment = not workflow.deployment_settings.deployment_method
     if config["job_server"] and own_environment:
         server = JobServer.start()

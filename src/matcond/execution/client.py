@@ -22,6 +22,12 @@ from types import SimpleNamespace
 from typing import Any
 
 ADDRESS_ENV = "MATCOND_JOB_SERVER"
+# The protocol: the job sends its request (one line of JSON); the server's child answers
+# STARTED at once, then the job's exit status (one line) when it ends.
+STARTED = b"started\n"
+# The longest a server may take to start a job: past it the job fails, naming the server
+# (stopped, overloaded, or not ours: a stale $MATCOND_JOB_SERVER), instead of waiting forever.
+ANSWER_SECONDS = 120.0
 
 
 class NamedList(list):
@@ -114,17 +120,35 @@ def request_job(request: Mapping[str, Any]) -> int | None:
     if not address:
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(ANSWER_SECONDS)
     try:
         conn.connect(address)
+    except TimeoutError as err:
+        conn.close()
+        raise RuntimeError(_no_answer(address)) from err
     except OSError:
         conn.close()
         return None
     with conn:
-        conn.sendall(json.dumps({**request, "cwd": os.getcwd()}).encode() + b"\n")
-        reply = conn.makefile("rb").readline()
+        replies = conn.makefile("rb")
+        try:
+            conn.sendall(json.dumps({**request, "cwd": os.getcwd()}).encode() + b"\n")
+            reply = replies.readline()
+        except TimeoutError as err:
+            raise RuntimeError(_no_answer(address)) from err
+        if reply == STARTED:  # the job runs: its status comes when it ends, however long
+            conn.settimeout(None)
+            reply = replies.readline()
     if not reply:
         raise RuntimeError(f"the job server at {address} stopped before the job finished")
     return int(reply)
+
+
+def _no_answer(address: str) -> str:
+    return (
+        f"the job server at {address} did not start the job within {ANSWER_SECONDS:.0f} s "
+        f"(stopped or hung; if it is not this run's, unset {ADDRESS_ENV})"
+    )
 
 
 def run_job(request: Mapping[str, Any], execute: Callable[[SimpleNamespace], None]) -> None:

@@ -21,6 +21,10 @@ and the server forks a child that runs exactly what the job would have run in it
   killer) is reported to its job with that signal. Children die with the server, and the
   server with the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is
   also in Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
+- A connection is read in a thread of its own, and dropped if it sends no request within
+  :data:`REQUEST_SECONDS`: an idle client holds up no other job. A job whose server does not
+  start it within :data:`matcond.execution.client.ANSWER_SECONDS` (stopped, hung, or not
+  this run's: each run drops an inherited ``$MATCOND_JOB_SERVER``) fails, saying so.
 - The server never touches CUDA before forking (a CUDA context does not survive ``fork``);
   each child initialises its own.
 - Snakemake's ``benchmark:`` of a served job measures the waiting client: its wall time is
@@ -49,13 +53,14 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from matcond.execution.client import job_from_request
+from matcond.execution.client import STARTED, job_from_request
 from matcond.execution.joblog import logging_to
 
 READY = b"ready\n"
 PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
 SOCKET = "jobs.sock"  # the server's socket, in its directory
+REQUEST_SECONDS = 10.0  # a connection that sends no request line within this is dropped
 SERVED_BY = "run by the job server, pid "  # a served job's log starts with it
 # The server's BLAS and OpenMP start on one thread, the `threads` of every rule: a forked
 # child that lowers OpenBLAS's thread count itself runs small problems at half speed (a d = 32
@@ -108,10 +113,15 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
         def exit_if_job_is_gone() -> None:  # the job sends nothing more: EOF means it is gone
-            if not conn.recv(1):
+            try:
+                gone = not conn.recv(1)
+            except OSError:  # reset: the job closed with our STARTED unread
+                gone = True
+            if gone:
                 os._exit(1)
 
         threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
+        conn.sendall(STARTED)
         job = json.loads(request)
         os.chdir(job["cwd"])
         execute(job_from_request(job), server_pid=os.getppid())
@@ -150,15 +160,26 @@ def serve(address: str) -> None:
     os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
     while True:
         conn, _ = listener.accept()
+        threading.Thread(target=_serve_one, args=(conn, listener), daemon=True).start()
+
+
+def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
+    """Read one request (a client that sends none within :data:`REQUEST_SECONDS` is dropped,
+    and holds up no other), fork its child, report the child's death."""
+    try:
+        conn.settimeout(REQUEST_SECONDS)
         request = conn.makefile("rb").readline()
-        if not request:  # the job went away before sending it
-            conn.close()
-            continue
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            _run_child(conn, request)
-        threading.Thread(target=_report_death, args=(pid, conn), daemon=True).start()
+        conn.settimeout(None)
+    except OSError:
+        request = b""
+    if not request:  # the job went away before sending it, or sent no line
+        conn.close()
+        return
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        _run_child(conn, request)
+    _report_death(pid, conn)
 
 
 def _report_death(pid: int, conn: socket.socket) -> None:
