@@ -46,8 +46,8 @@ Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger 
 ``default_tolerance`` (relative) and half a unit of its printed precision):
 
 - ``reproduced``: the interval lies inside the band;
-- ``not reproduced`` also where a claim on every trial (statistic ``min``/``max``) has one
-  trial outside the band: a counterexample, not a sampling question;
+- ``not reproduced`` also where a value claim on every trial (statistic ``min``/``max``) has
+  one trial outside the band: a counterexample, not a sampling question;
 - ``not reproduced``: the interval lies outside the band — or ``direction only`` if the claim
   has an ``expect`` (``greater``/``less``) and the interval of its direction lies wholly on
   that side: of ``expect_than`` (default 1 for ratios, 0 for improvements, gaps and
@@ -70,7 +70,7 @@ from scipy import stats as scipy_stats
 
 from matcond import theory
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-from matcond.selection import DERIVED, ROW_REDUCERS, MissingRows, arm, gn_arm
+from matcond.selection import DERIVED, MissingRows, arm, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
 from matcond.trials import format_value
 
@@ -110,6 +110,7 @@ VERDICTS = (
 DEFAULT_THRESHOLD = {"ratio": 1.0, "improvement": 0.0, "improvement_gap": 0.0, "correlation": 0.0}
 REDUCE = {"min": np.minimum, "max": np.maximum}
 THEORY_BAND = (0.8, 1.25)  # default of claims.yaml's theory_band
+EXTREMES = ("min", "max")  # statistics of a claim on every trial (or network)
 FEW_TRIALS = 5  # below this many trials a claim's note warns that its interval undercovers
 
 
@@ -165,7 +166,7 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
         terms.append(term)
     names = [_statistic(claim, w.get("component")) for w in wheres]
     if claim["table"].startswith(GN_TABLE_PREFIX):
-        reduce_rows = [name if name in ROW_REDUCERS else None for name in names]
+        reduce_rows = [name if name in EXTREMES else None for name in names]
         arms = [gn_arm(table, w, r) for w, r in zip(wheres, reduce_rows, strict=True)]
     else:
         arms = [arm(table, w, claim.get("field", "error")) for w in wheres]
@@ -266,9 +267,10 @@ def verdict(claim: dict, measured: dict, tables) -> str:
     band_low, band_high = measured["band_low"], measured["band_high"]
     if not math.isfinite(value) or math.isnan(band_low) or math.isnan(band_high):
         return "not comparable"
-    extreme = claim.get("statistic")  # min / max: a claim on every trial, refuted by one
-    if (extreme == "min" and value < band_low) or (extreme == "max" and value > band_high):
-        return "not reproduced"
+    if claim.get("kind", "value") == "value":  # a min / max is refuted by one trial
+        extreme = claim.get("statistic")
+        if (extreme == "min" and value < band_low) or (extreme == "max" and value > band_high):
+            return "not reproduced"
     if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive"
     if band_low <= low and high <= band_high:

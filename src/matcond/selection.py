@@ -60,6 +60,16 @@ DERIVED: dict[str, Callable[[pd.DataFrame], float]] = {
 }
 
 
+def _matching(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
+    """The rows of ``table`` whose columns hold the values of ``where``."""
+    rows = table
+    for key, value in where.items():
+        if key not in rows:
+            raise MissingRows(f"no column {key!r}")
+        rows = rows[matches(rows[key], value)]
+    return rows
+
+
 def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.Series:
     """One value per trial (indexed by seed) for the rows matching ``where``.
 
@@ -71,11 +81,7 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     component = where.pop("component")
     field = where.pop("field", field)
     epoch = where.pop("epoch", None)
-    rows = table
-    for key, value in where.items():
-        if key not in rows:
-            raise MissingRows(f"no column {key!r}")
-        rows = rows[matches(rows[key], value)]
+    rows = _matching(table, where)
     if component in DERIVED:
         values = rows.groupby("seed").apply(DERIVED[component], include_groups=False)
         diverged = rows.groupby("seed")["diverged"].any()
@@ -95,14 +101,13 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
 
 
 UPPER = "_upper"  # a GN field tightness_x_upper: the largest tightness_x within κ's error
-ROW_REDUCERS = {"min": np.min, "max": np.max}
 
 
 def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None) -> pd.Series:
     """One value per seed (its index) from a GN sweep's table, for the rows matching ``where``.
 
     ``where`` holds column values, ``field`` (the column read; required) and ``epoch`` (where
-    the table has one; default its last). ``reduce`` (``min``/``max``) takes each seed's
+    the table has one; default its last). ``reduce`` (``"min"``/``"max"``) takes each seed's
     extreme over several matching rows (e.g. every depth); without it a seed must match one
     row. Field ``{tightness column}_upper`` is bound / (κ (1 - relative_error)), the largest
     tightness the exact κ's own error estimate allows: a bound is refuted only where it is
@@ -113,36 +118,32 @@ def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None
     field = where.pop("field")
     if "epoch" in table and "epoch" not in where:
         where["epoch"] = table["epoch"].max()
-    rows = table
-    for key, value in where.items():
-        if key not in rows:
-            raise MissingRows(f"no column {key!r}")
-        rows = rows[matches(rows[key], value)]
+    rows = _matching(table, where)
     if rows.empty:
         raise MissingRows(f"no network matches {where}")
-    column = field.removesuffix(UPPER) if field.endswith(UPPER) else field
+    column = field.removesuffix(UPPER)
     if column not in rows:
         raise MissingRows(f"no column {column!r}")
     values = rows[column].astype(float)
     if column != field:
         with np.errstate(divide="ignore"):
             values = values / (1 - rows["relative_error"].astype(float)).clip(lower=0)
-    reliable = rows["reliable"].astype(bool) if "reliable" in rows else True
+    reliable = (
+        rows["reliable"].astype(bool) if "reliable" in rows else pd.Series(True, index=rows.index)
+    )
     values = values[reliable]
     values = values[np.isfinite(values)]
     if values.empty:
         raise MissingRows(f"no reliable, finite {field} where {where}")
     seeds = rows.loc[values.index, "seed"]
     if reduce is not None:
-        values = values.groupby(seeds).agg(ROW_REDUCERS[reduce])
+        values = values.groupby(seeds).agg(reduce)
     elif seeds.duplicated().any():
         raise MissingRows(f"{where} selects several networks per seed")
     else:
         values.index = pd.Index(seeds.to_numpy(), name="seed")
     values = values.sort_index()
-    values.attrs.update(
-        n_diverged=0, n_unreliable=int((~reliable).sum()) if "reliable" in rows else 0
-    )
+    values.attrs.update(n_diverged=0, n_unreliable=int((~reliable).sum()))
     return values
 
 
