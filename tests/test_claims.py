@@ -11,12 +11,8 @@ import yaml
 
 from matcond.claims import (
     CLAIM_COLUMNS,
-    GN_PAPER,
-    OWN,
-    PAPER,
     as_theory_ratio,
     band,
-    claim_source,
     evaluate,
     evaluate_readings,
     power_note,
@@ -27,7 +23,7 @@ from matcond.claims import (
     to_markdown,
     verdict,
 )
-from matcond.claims_check import validate_claims
+from matcond.claims_check import GN_PAPER, OWN, PAPER, claim_source, validate_claims
 from matcond.config import ConfigError
 
 SEEDS = 12

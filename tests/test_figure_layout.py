@@ -5,7 +5,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import PIL.Image
 
-from matcond.figures.style import DPI, error_axis, figure, layout_problems, save
+from matcond.figures.style import (
+    DPI,
+    _drawn_ticklabels,
+    error_axis,
+    figure,
+    layout_problems,
+    save,
+)
 
 
 def labelled(ax, title: str = "t") -> None:
@@ -96,16 +103,32 @@ def test_rotated_tick_labels_are_compared_by_their_rotated_boxes():
 
 
 def test_a_log_axis_keeps_tick_labels_and_thins_crowded_minor_ones():
-    """error_axis on data within one decade keeps matplotlib's minor labels (no major tick
-    shows); over ~1.5 decades only 2 and 5 x 10^k are labelled, which do not collide."""
+    """error_axis on data over ~1.5 decades: only 2 and 5 x 10^k are labelled, which do not
+    collide; within one decade the axis is linear from 0 and labelled too."""
     for low, high in ((0.125, 0.134), (0.015, 0.4)):
         fig, axes = figure(width=3.0, height=2.5)
         ax = axes[0, 0]
         ax.plot([1, 2, 3], [low, (low + high) / 2, high])
         ax.set(xlabel="x", title="t")
         error_axis(ax)
+        assert ax.get_yscale() == ("log" if high > 10 * low else "linear")
         assert layout_problems(fig) == [], (low, high)
         plt.close(fig)
+
+
+def test_a_tick_decades_outside_a_log_axis_is_not_drawn():
+    """A log axis from 125 to 1.2e11 does not draw its 10^1 tick's label: the check compares
+    on the log scale (a linear slack of 1e-9 of the span is 120, which took 10 in)."""
+    fig, axes = figure(width=3.0, height=2.5)
+    ax = axes[0, 0]
+    ax.semilogy([0, 1], [125.0, 1.2e11])
+    ax.set_ylim(125.0, 1.2e11)
+    labelled(ax)
+    fig.canvas.draw()
+    drawn = {t.get_text() for t in _drawn_ticklabels(ax.yaxis) if t.get_text()}
+    assert "$\\mathdefault{10^{1}}$" not in drawn
+    assert "$\\mathdefault{10^{3}}$" in drawn
+    plt.close(fig)
 
 
 def drawn_twice(tmp_path, outside: bool) -> tuple[np.ndarray, np.ndarray, int]:

@@ -35,9 +35,12 @@ class Figure:
 
 
 STATISTICS = (
-    "Lines and bars are the median for heavy-tailed components (condition number, "
+    "Lines and points are the median for heavy-tailed components (condition number, "
     "pseudo-condition number, spectral gap, effective rank) and the mean for the others, with "
-    "95 % bootstrap intervals (bands, whiskers)."
+    "95 % bootstrap intervals (bands, whiskers); black open stars (crosses: the slides, "
+    "plusses: the peer review) are the values the paper reports, its means, where it gives "
+    "one (a vertical line: a range). An axis is logarithmic where what it draws spans more "
+    "than a decade, else linear from 0."
 )
 FIGURES = {
     "fig1_dimension": Figure(
@@ -85,10 +88,11 @@ FIGURES = {
     "fig7_depth": Figure(
         ("exp7_depth",),
         "Experiment 7: depth",
-        "Left: condition-number error of the end-to-end (product) matrix per model (median, "
+        "Networks by number of layers L (the single matrix, deep linear nets, then the ReLU "
+        "MLP). Left: condition-number error of the end-to-end (product) matrix (median, "
         "95 % bootstrap interval). Middle: condition number of the product and of each layer "
         "(median over trials) against the target's (line). Right: overall error of the product "
-        "(mean, 95 % interval).",
+        "(mean, 95 % interval). Black open stars: the paper's values (its means).",
     ),
     "fig8_sensitivity": Figure(
         ("exp8_lr", "exp8_wd"),
@@ -180,7 +184,9 @@ FIGURES = {
         "autocorrelation of log kappa - log kappa* over the last 50 epochs (near -1: each step "
         "overshoots, the error flips sign step after step). The framed cell, the lowest error "
         "among settings without oscillation (autocorrelation >= 0), is the default. Right: the "
-        "last 50 epochs of one trial at three settings.",
+        "last 50 epochs of one trial at the framed setting, the most oscillating one and the "
+        "lowest error (where they differ), on a symmetric-log axis so that a calm trial's "
+        "deviations show beside an oscillating one's.",
         per_trial=("ctrl_spectral_reg",),
         module="controls",
     ),
@@ -199,8 +205,9 @@ FIGURES = {
 }
 
 GN_TABLES = (
-    "Tables ``results/tables/gn_*.csv``, one row per network and seed; their columns are "
-    "documented in ``src/matcond/gn_experiments``."
+    "Lines are medians over seeds with their 95 % bootstrap band where a point has at least 5 "
+    "seeds, else with each seed's value as a dot. Tables ``results/tables/gn_*.csv``, one row "
+    "per network and seed; their columns are documented in ``src/matcond/gn_experiments``."
 )
 GN_CATEGORY = "Gauss-Newton conditioning"
 
@@ -223,8 +230,10 @@ FIGURES |= {
         "Exact pseudo-condition number of the GN matrix of exp7's deep linear nets (depth 2, 3) "
         "and ReLU MLP, at init and after training, on n samples of N(0, I) (the training "
         "distribution) and on the same samples whitened, with every applicable bound (Lemma 1, "
-        "Lemma 2 convex / max, Lemma 4 with alpha = 0); bars are medians over trials, the "
-        "numbers over the bound bars the median tightness bound / exact.",
+        "Lemma 2 convex / max, Lemma 4 with alpha = 0). Top: the exact value (median over "
+        "trials, whiskers the interquartile range) and each bound (median). Bottom: each "
+        "bound's tightness bound / exact (median, whiskers from the smallest to the largest "
+        "trial); 1 (dotted) is a tight bound.",
     ),
     "gn_along_training": _gn(
         "along_training",
@@ -293,8 +302,8 @@ FIGURES |= {
         "fig5_residual",
         "GN paper Fig. 21: residual vs linear net, paired by seed (the same weights with and "
         "without the skip connections): the ratio kappa(residual) / kappa(linear) vs depth per "
-        "beta rule, on whitened digits and on whitened N(0, I) samples (for the paper's "
-        "CIFAR-10); below 1 the skip connections improve conditioning.",
+        "beta rule (columns), on whitened digits and on whitened N(0, I) samples (for the "
+        "paper's CIFAR-10; rows); below 1 the skip connections improve conditioning.",
     ),
     "gn_fig22_residual_beta_gaussian": _gn(
         "fig5_residual",

@@ -69,6 +69,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond import theory
+from matcond.claims_check import OWN, SOURCES, claim_source
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.selection import DERIVED, MissingRows, arm, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
@@ -96,9 +97,6 @@ CLAIM_COLUMNS = [
     "companion_ci_high",
     "note",
 ]
-# Who makes a claim: a paper (its text, slides and review) or we (theory, controls).
-PAPER, GN_PAPER, OWN = "condition-number paper", "Gauss-Newton paper", "own check"
-SOURCES = (PAPER, GN_PAPER, OWN)
 VERDICTS = (
     "reproduced",
     "direction only",
@@ -120,14 +118,6 @@ def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     rb = rb - rb.mean(axis=axis, keepdims=True)
     with np.errstate(all="ignore"):
         return (ra * rb).sum(axis) / np.sqrt((ra**2).sum(axis) * (rb**2).sum(axis))
-
-
-def claim_source(claim: dict) -> str:
-    """:data:`OWN` for our theory's predictions and our controls; else :data:`GN_PAPER` for a
-    claim on a GN sweep's table, :data:`PAPER` otherwise."""
-    if claim["paper_value"] == "theory" or claim["where"].startswith(("control", "theory")):
-        return OWN
-    return GN_PAPER if claim["table"].startswith(GN_TABLE_PREFIX) else PAPER
 
 
 def _statistic(claim: dict, component: str | None) -> str:

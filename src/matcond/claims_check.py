@@ -1,4 +1,5 @@
-"""Validate config/claims.yaml before any job runs (the fields: :mod:`matcond.claims`).
+"""config/claims.yaml at parse time: its validation before any job runs (the fields:
+:mod:`matcond.claims`), whose claim each is, and the papers' values a figure marks.
 
 Light on purpose (yaml, jsonschema; numpy only once a component name is checked): the
 Snakefile calls it at parse time.
@@ -23,6 +24,9 @@ CLAIMS_FILE = "config/claims.yaml"
 # recorded with record_gradients (matcond.run).
 DERIVED = ("gradient_ratio", "log_kappa_autocorrelation")
 SPECTRUM = re.compile(r"(grad_)?sigma_[1-9][0-9]*")
+# Who makes a claim: a paper (its text, slides and review) or we (theory, controls).
+PAPER, GN_PAPER, OWN = "condition-number paper", "Gauss-Newton paper", "own check"
+SOURCES = (PAPER, GN_PAPER, OWN)
 
 # YAML's .nan is a float: it is no number here.
 _Validator = validators.extend(
@@ -34,6 +38,54 @@ _Validator = validators.extend(
         ),
     ),
 )
+
+
+def claim_source(claim: dict) -> str:
+    """:data:`OWN` for our theory's predictions and our controls; else :data:`GN_PAPER` for a
+    claim on a GN sweep's table, :data:`PAPER` otherwise."""
+    if claim["paper_value"] == "theory" or claim["where"].startswith(("control", "theory")):
+        return OWN
+    return GN_PAPER if claim["table"].startswith(GN_TABLE_PREFIX) else PAPER
+
+
+def _mark_label(claim: dict) -> str:
+    """Where a paper's value comes from, as a figure's legend names it."""
+    if claim_source(claim) == GN_PAPER:
+        return "GN paper"
+    for start in ("peer review", "slides"):
+        if claim["where"].startswith(start):
+            return start
+    return "paper"
+
+
+def paper_values(claims: dict, tables: Collection[str]) -> list[dict]:
+    """The papers' values that a figure drawn from ``tables`` marks: one dict per value claim
+    of a paper (not our checks) on one of those tables that is judged on a mean or median and
+    gives a finite value or range. Keys: ``table``, ``source`` (paper, slides, peer review, GN
+    paper), ``low`` and ``high`` (equal for a single value), ``field`` (what is read: ``error``
+    unless the claim says otherwise) and the claim's filter, with the defaults of
+    :func:`matcond.selection.arm` made explicit (the product matrix; no epoch is the last).
+    """
+    marks = []
+    for claim in claims["claims"]:
+        value = claim["paper_value"]
+        low, high = value if isinstance(value, list) else (value, value)
+        if (
+            claim["table"] not in tables
+            or claim_source(claim) == OWN
+            or claim.get("kind", "value") != "value"
+            or claim.get("statistic", "mean") not in ("mean", "median")
+            or not all(math.isfinite(v) for v in (low, high))
+        ):
+            continue
+        gn = claim["table"].startswith(GN_TABLE_PREFIX)
+        where = dict(claim.get("filter", {})) if gn else {"matrix": "product", **claim["filter"]}
+        where.setdefault("field", None if gn else "error")
+        marks.append(
+            {"table": claim["table"], "source": _mark_label(claim), "low": low, "high": high}
+            | where
+        )
+    return marks
 
 
 def load_schema() -> dict[str, Any]:

@@ -8,7 +8,7 @@ import sys
 
 from matcond.catalog import FIGURES, config_notes, experiment_summary, report_caption
 from matcond.checkpoints import check_checkpoint_paths
-from matcond.claims_check import validate_claims
+from matcond.claims_check import paper_values, validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.files import damaged_files, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
@@ -172,9 +172,17 @@ DRAWN = [
 ]
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
+
+
+@functools.cache
+def claims_yaml():
+    """config/claims.yaml, read once (validated in the main process before any job)."""
+    return load_yaml(CLAIMS_FILE)
+
+
 if workflow.is_main_process:
     try:
-        _claims = load_yaml(CLAIMS_FILE)
+        _claims = claims_yaml()
         _paper = _files.get(PAPER_CONFIG.resolve()) or load_yaml(PAPER_CONFIG)
         _sweeps = {*_paper.get("gauss_newton", {}).get("sweeps", {}), *GN["sweeps"]}
         validate_claims(
@@ -332,6 +340,13 @@ def figure_tables(wildcards):
     for name in figure.per_trial:
         tables[f"{name}_per_trial"] = f"results/per_trial/{name}.parquet"
     return tables
+
+
+def figure_paper_values(wildcards):
+    """The papers' values the figure marks (matcond.claims_check.paper_values), as JSON."""
+    figure = FIGURES[wildcards.figure]
+    tables = [*figure.experiments, *figure.optional, *figure.tables]
+    return json.dumps(paper_values(claims_yaml(), tables))
 
 
 def figure_category(wildcards):

@@ -23,6 +23,7 @@ rule plot:
         **rule_params(
             "plot",
             caption=figure_caption,
+            paper_values=figure_paper_values,
         ),
     shell:
         JOB

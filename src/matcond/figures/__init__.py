@@ -3,7 +3,8 @@
 :data:`FIGURES` maps every figure of the catalog (matcond.catalog) to the function of the same
 name in its module: ``paper`` (the condition-number paper), ``controls`` (our controls and
 analyses), ``gauss_newton`` (the GN paper). Each takes {table name: table}, a PNG path and a PDF
-path.
+path; the table ``paper_values`` (matcond.figures.style.PAPER_VALUES; may be absent) holds the
+papers' values the figure marks (matcond.claims_check.paper_values).
 """
 
 from matcond.catalog import FIGURES as CATALOG

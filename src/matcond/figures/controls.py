@@ -13,11 +13,11 @@ from matplotlib.patches import Patch, Rectangle
 from matcond.figures.style import (
     ERROR_LABEL,
     Tables,
-    bars,
     error_axis,
     figure,
     grouped_lines,
     interval_line,
+    interval_points,
     legend_outside,
     n_label,
     palette,
@@ -27,6 +27,7 @@ from matcond.figures.style import (
 from matcond.selection import arm
 from matcond.trials import format_value
 
+LOG_KAPPA_LINEAR = 1e-3  # ctrl_spectral_reg's trace: linear within this deviation of log kappa
 VERDICT_COLORS = {
     "reproduced": "#4daf4a",
     "direction only": "#b8e186",
@@ -57,7 +58,7 @@ def theory(tables: Tables, png: str, pdf: str) -> None:
     """The first-order theory against the measurements (README, the theory)."""
     table = tables["theory"]
     kappa = table[table["component"] == "condition_number"]
-    last = table.groupby("experiment")["epoch"].transform("max") == table["epoch"]
+    last = kappa.groupby("experiment")["epoch"].transform("max") == kappa["epoch"]
     fig, axes = figure(2, width=6, nrows=2, height=4.2)
     (by_dim, by_epoch), (by_noise, by_batch) = axes
     dims = kappa[kappa["experiment"].isin(["exp1_dimension", "exp1_large_dims"]) & last]
@@ -259,10 +260,16 @@ def ctrl_spectral_reg(tables: Tables, png: str, pdf: str) -> None:
             markersize=3,
             linestyle=line,
             label=f"lambda {lam:g}, clip {clip:g}",
+            zorder=3,
         )
-    right.axhline(0, color="black", lw=0.8)
+    # symmetric-log: a calm trial's deviations (~0.01) beside an oscillation's (~0.5)
+    right.axhline(0, color="grey", lw=0.6, zorder=1)
+    right.margins(y=0.1)
+    right.set_yscale("symlog", linthresh=LOG_KAPPA_LINEAR)
     right.set_xlabel("epoch")
-    right.set_ylabel(f"log kappa - log kappa* (seed {seed})")
+    right.set_ylabel(
+        f"log kappa - log kappa* (seed {seed})\nsymmetric log, linear within ±{LOG_KAPPA_LINEAR:g}"
+    )
     right.set_title("the last 50 epochs of one trial")
     right.legend(loc="upper left", bbox_to_anchor=(0.0, -0.18), fontsize=7)
     fig.suptitle(f"Spectral regularisation: weight x clip ({n_label(rows)})")
@@ -297,7 +304,8 @@ def ctrl_structured_wd(tables: Tables, png: str, pdf: str) -> None:
     rows = rows.assign(arm=label).sort_values("arm")
     shown = ["row_norms", "condition_number", "log_condition_number", "overall"]
     fig, ((ax,),) = figure(width=8)
-    bars(ax, rows, "arm", {c: c.replace("_", " ") for c in shown})
+    interval_points(ax, rows, "component", {c: c.replace("_", " ") for c in shown}, hue="arm")
+    error_axis(ax)
     ax.set_title(f"Structured vs plain weight decay ({n_label(rows)})")
     legend_outside(ax, fontsize=8)
     save(fig, png, pdf)
@@ -315,7 +323,9 @@ def exp_attention(tables: Tables, png: str, pdf: str) -> None:
     shown = ["row_norms", "singular_values", "condition_number", "spectral_gap", "overall"]
     for ax, optimizer in zip(axes[0], optimizers, strict=True):
         part = rows[rows["optimizer"] == optimizer].sort_values("arm")
-        bars(ax, part, "arm", {c: c.replace("_", " ") for c in shown})
+        groups = {c: c.replace("_", " ") for c in shown}
+        interval_points(ax, part, "component", groups, hue="arm")
+        error_axis(ax)
         ax.set_title(f"{optimizer} (lr {part['lr'].iloc[0]:g})")
     legend_outside(axes[0][-1], fontsize=8)
     fig.suptitle(f"Attention block vs one matrix ({n_label(rows)})")

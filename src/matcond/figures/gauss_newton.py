@@ -2,9 +2,9 @@
 
 One function per figure, named like its table (``gn_exp7``, ``gn_fig2_depth``, ...); each takes
 {table name: table} and writes a PNG and a PDF. Sweep tables hold one row per network (seed);
-lines are the median over seeds with a 95 % bootstrap band (matcond.figures.style), dashed
-lines the median bound. Every panel names its data (n, d, k) and every title the number of
-seeds per point.
+lines are the median over seeds with a 95 % bootstrap band, or each seed's value where a point
+has fewer than 5 seeds (matcond.figures.style.median_line), dashed lines the median bound.
+Every panel names its data (n, d, k) and every title the number of seeds per point.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from matcond.figures.style import (
     Tables,
     figure,
     interval_line,
+    legend_entries,
     legend_outside,
     median_line,
     save,
+    spread_label,
 )
 
 INPUT_KEYS = ["dataset", "whitened"]
@@ -31,7 +33,6 @@ BOUND_LABELS = {
     "lemma2_max": "Lemma 2 (max)",
     "lemma4": "Lemma 4",
 }
-SEEDS = "median, 95% CI"
 
 
 def _data_label(rows: pd.DataFrame) -> str:
@@ -41,7 +42,7 @@ def _data_label(rows: pd.DataFrame) -> str:
 
 
 def _seeds(rows: pd.DataFrame) -> str:
-    return f"{rows['seed'].nunique()} seeds per point"
+    return f"{rows['seed'].nunique()} seeds per point, {spread_label(rows)}"
 
 
 def _inputs(table: pd.DataFrame, keys: list[str] | None = None):
@@ -50,49 +51,61 @@ def _inputs(table: pd.DataFrame, keys: list[str] | None = None):
 
 
 def gn_exp7(tables: Tables, png: str, pdf: str) -> None:
-    """exp7: exact κ and every bound (medians over trials) per model and stage, per inputs."""
+    """exp7: per network and stage, per inputs, the exact κ (median with its interquartile
+    range over trials) and every bound (median) above, each bound's tightness bound / κ
+    (median, whiskers from the smallest to the largest trial) below."""
     table = tables["gn_exp7"]
     inputs = sorted(table["inputs"].unique())
-    fig, axes = figure(len(inputs), width=7.5, height=4.2)
-    for ax, name in zip(axes[0], inputs, strict=True):
+    fig, axes = figure(len(inputs), width=7.5, nrows=2, height=3.4)
+    for (top, bottom), name in zip(axes.T, inputs, strict=True):
         rows = table[table["inputs"] == name]
-        cells = list(dict.fromkeys(zip(rows["model"], rows["depth"], rows["stage"], strict=True)))
+        keys = list(zip(rows["model"], rows["depth"], rows["stage"], strict=True))
+        cells = list(dict.fromkeys(keys))
+        rows = rows.assign(cell=[cells.index(key) for key in keys])
         bounds = [b for b in BOUND_LABELS if b in set(rows["bound"])]
-        series = ["exact", *bounds]
-        width = 0.8 / len(series)
-        palette = sns.color_palette("tab10", len(series))
-        for j, (label, color) in enumerate(zip(series, palette, strict=True)):
-            values, notes = [], []
-            for model, depth, stage in cells:
-                cell = rows[(rows["model"] == model) & (rows["depth"] == depth)]
-                cell = cell[cell["stage"] == stage]
-                if label == "exact":
-                    values.append(cell["kappa_median"].iloc[0])
-                    notes.append("")
-                    continue
-                match = cell[cell["bound"] == label]
-                values.append(match["bound_median"].iloc[0] if len(match) else np.nan)
-                notes.append(f"{match['tightness_median'].iloc[0]:.2g}" if len(match) else "")
-            xs = np.arange(len(cells)) + (j - (len(series) - 1) / 2) * width
-            shown = np.where(np.isfinite(values), values, np.nan)
-            ax.bar(xs, shown, width, color=color, label=BOUND_LABELS.get(label, "exact κ"))
-            for x, value, note in zip(xs, shown, notes, strict=True):
-                if note and np.isfinite(value):
-                    ax.text(x, value, note, ha="center", va="bottom", fontsize=6, rotation=90)
+        width = 0.8 / (len(bounds) + 1)
+        colors = sns.color_palette("tab10", len(bounds) + 1)
+        exact = rows.drop_duplicates("cell")
+        top.errorbar(
+            exact["cell"] - len(bounds) / 2 * width,
+            exact["kappa_median"],
+            yerr=[
+                exact["kappa_median"] - exact["kappa_q25"],
+                exact["kappa_q75"] - exact["kappa_median"],
+            ],
+            fmt="o",
+            color=colors[0],
+            capsize=2,
+            label="exact κ (median, IQR)",
+        )
+        for j, bound in enumerate(bounds, start=1):
+            part = rows[(rows["bound"] == bound) & np.isfinite(rows["bound_median"])]
+            xs = part["cell"] + (j - len(bounds) / 2) * width
+            top.plot(xs, part["bound_median"], "s", color=colors[j], label=BOUND_LABELS[bound])
+            middle = part["tightness_median"]
+            bottom.errorbar(
+                xs,
+                middle,
+                yerr=[middle - part["tightness_min"], part["tightness_max"] - middle],
+                fmt="s",
+                color=colors[j],
+                capsize=2,
+            )
+        bottom.axhline(1.0, color="black", lw=0.8, ls=":")
         labels = [f"{'ReLU MLP' if m == 'relu_mlp' else f'linear L={d}'}\n{s}" for m, d, s in cells]
-        ax.set_xticks(np.arange(len(cells)), labels, fontsize=8)
-        ax.set_xlabel("network and weights")
-        ax.set_yscale("log")
-        top = np.nanmax(np.where(np.isfinite(rows["bound_median"]), rows["bound_median"], np.nan))
-        ax.set_ylim(top=max(top, rows["kappa_median"].max()) * 300)  # room for the numbers
-        ax.set_ylabel("GN condition number (median over trials)")
-        n = int(rows["n"].max())
+        for ax in (top, bottom):
+            ax.set_xticks(np.arange(len(cells)), labels, fontsize=8)
+            ax.set_yscale("log")
+        top.tick_params(labelbottom=False)
+        bottom.set_xlabel("network and weights")
+        top.set_ylabel("GN condition number")
+        bottom.set_ylabel("bound / exact κ")
         samples = ", ".join(
             f"{m}: n={k}" for m, k in rows.groupby("model")["n_samples"].first().items()
         )
-        ax.set_title(f"inputs: {name} ({samples}); {n} trials per bar", fontsize=9)
-        ax.legend(fontsize=7, loc="upper left", ncol=len(series))
-    fig.suptitle("exp7 weights: exact GN κ and bounds (numbers: median bound / exact)")
+        top.set_title(f"inputs: {name} ({samples}); {int(rows['n'].max())} trials", fontsize=9)
+    fig.legend(*legend_entries(axes[0]), loc="outside lower center", ncol=len(BOUND_LABELS) + 1)
+    fig.suptitle("exp7 weights: exact GN κ and bounds (medians), and how tight each bound is")
     save(fig, png, pdf)
 
 
@@ -118,7 +131,7 @@ def gn_fig2_depth(tables: Tables, png: str, pdf: str) -> None:
             ax.set_title(f"{kind}: {_data_label(rows)}", fontsize=9)
             if params:
                 ax.legend(fontsize=7)
-    fig.suptitle(f"Linear nets at Kaiming init: κ vs depth ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Linear nets at Kaiming init: κ vs depth ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -152,7 +165,7 @@ def gn_fig3_bounds(tables: Tables, png: str, pdf: str) -> None:
         right.set_ylabel("term (mean over seeds)")
         right.set_title(f"terms of Lemma 2 at L = {int(deepest['depth'].iloc[0])}", fontsize=9)
         right.legend(fontsize=8)
-    fig.suptitle(f"Convex combination vs maximum bound ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Convex combination vs maximum bound ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -183,7 +196,7 @@ def gn_fig5_residual(tables: Tables, png: str, pdf: str) -> None:
             ax.set_ylabel("GN κ (solid), Eq. 7 bound (dashed)")
             ax.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
             ax.legend(fontsize=8)
-    fig.suptitle(f"Residual connections (W_l + β I) ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Residual connections (W_l + β I) ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -210,8 +223,7 @@ def _residual_by_beta(table: pd.DataFrame, dataset: str, png: str, pdf: str) -> 
         ax.set_title(BETA_LABELS[rule])
         ax.legend(fontsize=8)
     fig.suptitle(
-        f"Residual nets per β, m = {rows['width'].iloc[0]}, {_data_label(rows)} "
-        f"({_seeds(rows)}, {SEEDS})",
+        f"Residual nets per β, m = {rows['width'].iloc[0]}, {_data_label(rows)} ({_seeds(rows)})",
         fontsize=10,
     )
     save(fig, png, pdf)
@@ -228,30 +240,35 @@ def gn_fig22_residual_beta_gaussian(tables: Tables, png: str, pdf: str) -> None:
 
 
 def gn_fig21_residual_vs_linear(tables: Tables, png: str, pdf: str) -> None:
-    """Fig. 21: κ(residual) / κ(linear) on the same weights vs depth, per β and data set."""
+    """Fig. 21: κ(residual) / κ(linear) on the same weights vs depth, one panel per β (columns)
+    and data set (rows), so that no interval hides another."""
     table = tables["gn_fig5_residual"]
     keys = ["dataset", "whitened", "depth", "seed"]
     linear = table[table["beta_rule"] == "0"].set_index(keys)["kappa"]
-    groups = _inputs(table)
-    fig, axes = figure(len(groups), width=5.5, height=4.2)
-    for ax, (_, rows) in zip(axes[0], groups, strict=True):
-        residual = rows[rows["beta_rule"] != "0"]
-        ratio = (
-            residual["kappa"].to_numpy()
-            / linear.loc[pd.MultiIndex.from_frame(residual[keys])].to_numpy()
-        )
-        paired = residual.assign(ratio=ratio)
-        rules = [r for r in BETA_LABELS if r in set(paired["beta_rule"])]
-        for rule, color in zip(rules, sns.color_palette("tab10"), strict=False):
-            cell = paired[paired["beta_rule"] == rule]
-            median_line(ax, cell, "depth", "ratio", color, BETA_LABELS[rule], marker="o", ms=3)
-        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-        ax.set_yscale("log")
-        ax.set_xlabel("depth L")
-        ax.set_ylabel("κ(residual) / κ(linear), same weights")
-        ax.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Residual vs linear, paired by seed ({_seeds(table)}, {SEEDS})")
+    residual = table[table["beta_rule"] != "0"]
+    ratio = (
+        residual["kappa"].to_numpy()
+        / linear.loc[pd.MultiIndex.from_frame(residual[keys])].to_numpy()
+    )
+    paired = residual.assign(ratio=ratio)
+    rules = [r for r in BETA_LABELS if r in set(paired["beta_rule"])]
+    groups = _inputs(paired)
+    fig, axes = figure(len(rules), width=3.6, nrows=len(groups), height=3.0)
+    for row, (_, rows) in zip(axes, groups, strict=True):
+        for ax, rule, color in zip(row, rules, sns.color_palette("tab10"), strict=False):
+            cell = rows[rows["beta_rule"] == rule]
+            median_line(ax, cell, "depth", "ratio", color, "", marker="o", ms=3)
+            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+            ax.set_yscale("log")
+            ax.set_xlabel("depth L")
+            ax.set_ylabel("κ(residual) / κ(linear)")
+            ax.set_title(f"{BETA_LABELS[rule]}; {_data_label(rows)}", fontsize=8)
+    for ax in axes.flat:
+        ax.sharey(axes.flat[0])
+    fig.suptitle(
+        f"Residual vs linear on the same weights, paired by seed, m = {table['width'].iloc[0]} "
+        f"({_seeds(table)})"
+    )
     save(fig, png, pdf)
 
 
@@ -285,7 +302,7 @@ def gn_fig6_leaky_width(tables: Tables, png: str, pdf: str) -> None:
         ax.axvline(rows["n_samples"].iloc[0], color="grey", lw=0.8, ls=":", label="m = n")
         ax.set_xscale("log")
         ax.legend(fontsize=8)
-    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs width ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs width ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -296,7 +313,7 @@ def gn_fig23_leaky_alpha(tables: Tables, png: str, pdf: str) -> None:
     fig, panels = _leaky_panels(table, "alpha", "width", "viridis", xlabel)
     for ax, _ in panels:
         ax.legend(fontsize=8)
-    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs α ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs α ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -379,7 +396,7 @@ def gn_appF_functional_hessian(tables: Tables, png: str, pdf: str) -> None:
     fig = _bound_panels(table, {"bound": "Eq. 18"}, "κ(H_F) (solid), Eq. 18 (dashed)")
     fig.suptitle(
         f"Functional Hessian of W V x, teacher Z x: closed form vs autodiff within "
-        f"{table['reference_error'].max():.1e} ({_seeds(table)}, {SEEDS})",
+        f"{table['reference_error'].max():.1e} ({_seeds(table)})",
         fontsize=10,
     )
     save(fig, png, pdf)
@@ -394,7 +411,7 @@ def gn_appG_init_bounds(tables: Tables, png: str, pdf: str) -> None:
         "bound_asymptotic_g2": "G.2 (asymptotic)",
     }
     fig = _bound_panels(table, labels, "GN κ (solid) and bounds")
-    fig.suptitle(f"W V x at Kaiming init: κ → κ(Σ) as m grows ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"W V x at Kaiming init: κ → κ(Σ) as m grows ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -421,7 +438,7 @@ def gn_fig19_whitening(tables: Tables, png: str, pdf: str) -> None:
             fontsize=9,
         )
         ax.legend(fontsize=8)
-    fig.suptitle(f"Whitened vs raw inputs, linear nets ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Whitened vs raw inputs, linear nets ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -440,7 +457,7 @@ def gn_fig7_batchnorm(tables: Tables, png: str, pdf: str) -> None:
         ax.set_ylabel("GN κ (autodiff reference)")
         ax.set_title(_data_label(rows), fontsize=9)
         ax.legend(fontsize=8)
-    fig.suptitle(f"BatchNorm (eval mode, full-batch statistics) at init ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"BatchNorm (eval mode, full-batch statistics) at init ({_seeds(table)})")
     save(fig, png, pdf)
 
 
@@ -468,12 +485,19 @@ def _pruning(table: pd.DataFrame, png: str, pdf: str) -> None:
     twin.grid(False)
     lines = right.get_legend_handles_labels()
     extra = twin.get_legend_handles_labels()
-    right.legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=8, loc="center left")
+    right.legend(
+        lines[0] + extra[0],
+        lines[1] + extra[1],
+        fontsize=8,
+        loc="lower left",
+        bbox_to_anchor=(0, 1),
+        ncol=2,
+    )
     first = table.iloc[0]
     fig.suptitle(
         f"Magnitude pruning at init, {first['network']} on {_data_label(table)},\n"
         f"{first['optimizer']} lr {first['lr']:g}, κ on {first['gn_samples']} rows "
-        f"({_seeds(table)}, {SEEDS})",
+        f"({_seeds(table)})",
         fontsize=10,
     )
     save(fig, png, pdf)
@@ -542,7 +566,7 @@ def _training_title(rows: pd.DataFrame, what: str) -> str:
     first = rows.iloc[0]
     return (
         f"{what} on {_data_label(rows)}: SGD lr {first['lr']:g}, batch {first['batch_size']}, "
-        f"{first['init']} init ({_seeds(rows)}, {SEEDS})"
+        f"{first['init']} init ({_seeds(rows)})"
     )
 
 
@@ -630,7 +654,7 @@ def gn_fig18_relu_training(tables: Tables, png: str, pdf: str) -> None:
     first = table.iloc[0]
     title = (
         f"One-hidden-layer ReLU nets on {_data_label(table)}: SGD, batch {first['batch_size']}, "
-        f"{first['init']} init ({_seeds(table)}, {SEEDS})"
+        f"{first['init']} init ({_seeds(table)})"
     )
     fig.suptitle(title, fontsize=10)
     save(fig, png, pdf)
@@ -689,5 +713,5 @@ def gn_fig8_linear_cnn(tables: Tables, png: str, pdf: str) -> None:
             ax.legend(fontsize=8)
         if rows["filters"].nunique() > 1:
             right.set_xscale("log", base=2)
-    fig.suptitle(f"Linear CNN at init, {_data_label(table)} ({_seeds(table)}, {SEEDS})")
+    fig.suptitle(f"Linear CNN at init, {_data_label(table)} ({_seeds(table)})")
     save(fig, png, pdf)

@@ -14,14 +14,18 @@ from matcond.figures.style import (
     ERROR_LABEL,
     PAPER_COMPONENTS,
     Tables,
-    bars,
     error_axis,
     figure,
     grouped_lines,
+    interval_points,
+    legend_entries,
     legend_outside,
     lines,
+    mark_paper,
     n_label,
     palette,
+    paper_legend,
+    paper_rows,
     product_rows,
     save,
 )
@@ -29,15 +33,25 @@ from matcond.selection import arm
 
 
 def small_multiples(
-    rows: pd.DataFrame, x: str, components: dict[str, str], title: str, log_x: str | None
+    rows: pd.DataFrame,
+    x: str,
+    components: dict[str, str],
+    title: str,
+    log_x: str | None,
+    paper: pd.DataFrame | None = None,
 ):
     """One panel per component (so that components with equal errors do not hide each other),
-    its headline statistic with the 95 % interval against ``x``."""
+    its headline statistic with the 95 % interval against ``x``, and the papers' values
+    (:func:`matcond.figures.style.paper_rows`) where ``paper`` has some."""
     ncols = 4
     nrows = -(-len(components) // ncols)
     fig, axes = figure(ncols, width=3.6, nrows=nrows, height=3.0)
+    marked = False
     for ax, (component, label) in zip(axes.flat, components.items(), strict=False):
         lines(ax, rows, x, {component: label})
+        if paper is not None and not paper.empty:
+            part = paper[paper["component"] == component]
+            marked |= mark_paper(ax, part, rows[rows["component"] == component], x)
         if log_x == "log2":
             ax.set_xscale("log", base=2)
         elif log_x == "log":
@@ -49,6 +63,8 @@ def small_multiples(
         ax.set_xlabel(x.replace("_", " "))
     for ax in axes.flat[len(components) :]:
         ax.set_visible(False)
+    if marked:
+        paper_legend(fig, axes.flat)
     fig.suptitle(f"{title}; median (spectral) or mean (norms), 95% CI ({n_label(rows)})")
     return fig
 
@@ -57,7 +73,10 @@ def fig1_dimension(tables: Tables, png: str, pdf: str) -> None:
     """Figure 1: final relative error of each component vs dimension (exp1 and larger dims)."""
     parts = [product_rows(tables[n]) for n in ("exp1_dimension", "exp1_large_dims") if n in tables]
     rows = pd.concat(parts, ignore_index=True)
-    fig = small_multiples(rows, "dim", PAPER_COMPONENTS, "Component errors vs dimension", "log2")
+    paper = paper_rows(tables, ["exp1_dimension"])
+    fig = small_multiples(
+        rows, "dim", PAPER_COMPONENTS, "Component errors vs dimension", "log2", paper
+    )
     save(fig, png, pdf)
 
 
@@ -68,9 +87,12 @@ def optimizer_labels(rows: pd.DataFrame) -> pd.DataFrame:
 
 def fig2_optimizer(tables: Tables, png: str, pdf: str) -> None:
     """Figure 2: final relative error of each component per optimizer."""
-    rows = optimizer_labels(product_rows(tables["exp2_optimizer"]))
+    rows = product_rows(tables["exp2_optimizer"]).sort_values("optimizer")
+    rows = rows.assign(arm=optimizer_labels(rows)["optimizer"])
     fig, ((ax,),) = figure(width=8)
-    bars(ax, rows.sort_values("optimizer"), "optimizer", PAPER_COMPONENTS)
+    drawn = interval_points(ax, rows, "component", PAPER_COMPONENTS, hue="arm")
+    mark_paper(ax, paper_rows(tables, ["exp2_optimizer"]), drawn, "position")
+    error_axis(ax)
     ax.set_title(f"Optimizer comparison ({n_label(rows)})")
     legend_outside(ax)
     save(fig, png, pdf)
@@ -137,7 +159,10 @@ def fig4_strategies(tables: Tables, png: str, pdf: str) -> None:
     labels = {s: f"{s} (norms {norms[s]:+.0%}, kappa {kappa[s]:+.0%})" for s in norms}
     shown = ["row_norms", "condition_number", "log_condition_number", "spectral_gap", "overall"]
     fig, ((ax,),) = figure(width=8)
-    bars(ax, rows, "strategy", {c: c.replace("_", " ") for c in shown}, labels)
+    groups = {c: c.replace("_", " ") for c in shown}
+    drawn = interval_points(ax, rows, "component", groups, hue="strategy", labels=labels)
+    mark_paper(ax, paper_rows(tables, ["exp4_strategies"]), drawn, "position")
+    error_axis(ax)
     ax.set_title(f"Corrective strategies ({n_label(rows)})")
     legend_outside(ax, fontsize=8)
     save(fig, png, pdf)
@@ -157,69 +182,76 @@ def fig6_structures(tables: Tables, png: str, pdf: str) -> None:
     structures = list(dict.fromkeys(rows["structure"]))
     fig, axes = figure(len(structures), width=4.6)
     shown = ["row_norms", "col_norms", "pseudo_condition_number", "spectral_gap", "overall"]
+    paper = paper_rows(tables, ["exp6_structures"])
     for ax, structure in zip(axes[0], structures, strict=True):
         part = rows[rows["structure"] == structure]
-        bars(ax, part, "strategy", {c: c.replace("_", " ") for c in shown})
+        groups = {c: c.replace("_", " ") for c in shown}
+        drawn = interval_points(ax, part, "component", groups, hue="strategy")
+        mark_paper(ax, paper, drawn, "position")
+        error_axis(ax)
         imp = strategy_improvement(part, "overall")
         ax.set_title(f"{structure}: multipliers {imp.get('multipliers', np.nan):+.0%} overall")
-    legend_outside(axes[0][-1])
+    fig.legend(*legend_entries(axes.flat), loc="outside right upper")
     fig.suptitle(f"Multipliers across structures ({n_label(rows)})")
     save(fig, png, pdf)
 
 
-def _model_label(rows: pd.DataFrame) -> pd.Series:
-    depth = rows["depth"].astype("Int64").astype(str) if "depth" in rows else ""
-    return np.where(rows["model"] == "deep_linear", "deep linear L=" + depth, rows["model"])
-
-
-def _interval_bars(ax, labels, part: pd.DataFrame, color=None) -> None:
-    estimate = part["estimate"].to_numpy(float)
-    yerr = np.vstack([estimate - part["ci_low"], part["ci_high"] - estimate])
-    ax.bar(labels, estimate, yerr=np.nan_to_num(np.clip(yerr, 0, None)), capsize=3, color=color)
+def _depth_arms(table: pd.DataFrame) -> pd.DataFrame:
+    """exp7's rows with column ``layers``, a network's number of weight matrices (its
+    ``layer*`` matrices; 1 for the single matrix), and ``arm``, its label."""
+    depth = table["depth"].fillna(0).astype(str) if "depth" in table else ""
+    network = table["model"] + " " + depth
+    is_layer = table["matrix"].str.startswith("layer")
+    counts = table[is_layer].groupby(network[is_layer])["matrix"].nunique()
+    layers = network.map(counts).fillna(1).astype(int)
+    names = {"linear": "linear", "deep_linear": "deep linear", "relu_mlp": "ReLU MLP"}
+    name = table["model"].map(names).fillna(table["model"])
+    return table.assign(layers=layers, arm=name + " L=" + layers.astype(str))
 
 
 def fig7_depth(tables: Tables, png: str, pdf: str) -> None:
-    """Figure 7: condition-number error and per-layer condition numbers vs depth."""
+    """Figure 7: condition-number error and per-layer condition numbers vs depth, linear
+    networks by depth (1, 2, 3, ...) then the others."""
     table = tables["exp7_depth"]
-    last = table[table["epoch"] == table["epoch"].max()].copy()
-    last["arm"] = _model_label(last)
-    order = ["model", "depth"] if "depth" in last else ["model"]
-    arms = list(dict.fromkeys(last.sort_values(order)["arm"]))
+    last = _depth_arms(table[table["epoch"] == table["epoch"].max()])
+    linear = last["model"].isin(["linear", "deep_linear"])
+    order = last.assign(linear=~linear).sort_values(["linear", "layers", "model"])
+    arms = {a: a for a in dict.fromkeys(order["arm"])}
+    paper = paper_rows(tables, ["exp7_depth"], field=None)
     fig, ((left, middle, right),) = figure(3, width=5)
-    product = last[last["matrix"] == "product"].set_index(["arm", "component"])
-    kappa = product.xs("condition_number", level="component").reindex(arms)
-    _interval_bars(left, arms, kappa)
-    left.set_yscale("log")
-    left.set_ylabel("relative error (median, 95% CI)")
+    product = last[last["matrix"] == "product"]
+    for ax, component in ((left, "condition_number"), (right, "overall")):
+        drawn = interval_points(ax, product[product["component"] == component], "arm", arms)
+        mark_paper(ax, paper[paper["field"] == "error"], drawn, "position")
+    error_axis(left, "relative error (median, 95% CI)")
     left.set_title("condition number of the product")
-    matrices = sorted(last["matrix"].unique())
-    width = 0.8 / len(matrices)
-    kappas = last[last["component"] == "condition_number"].set_index(["arm", "matrix"])
-    for j, matrix in enumerate(matrices):
-        values = kappas["trained_median"].reindex([(a, matrix) for a in arms])
-        middle.bar(
-            np.arange(len(arms)) + (j - (len(matrices) - 1) / 2) * width,
-            values,
-            width,
-            label=matrix,
-        )
-    middle.axhline(
-        float(kappa["target_mean"].iloc[0]), color="black", lw=1, label="target (product)"
+    error_axis(right, "relative error (mean, 95% CI)")
+    right.set_title("overall error of the product")
+    kappas = last[last["component"] == "condition_number"].sort_values("matrix")
+    matrices = kappas["matrix"].unique()
+    drawn = interval_points(
+        middle,
+        kappas.assign(estimate=kappas["trained_median"], ci_low=np.nan, ci_high=np.nan),
+        "arm",
+        arms,
+        hue="matrix",
+        labels={m: f"{m} (trained)" for m in matrices},
     )
-    middle.set_xticks(np.arange(len(arms)), arms)
+    mark_paper(middle, paper[paper["field"] == "trained"], drawn, "position")
+    middle.axhline(
+        float(kappas.loc[kappas["matrix"] == "product", "target_mean"].iloc[0]),
+        color="black",
+        lw=1,
+        label="target (product)",
+    )
     middle.set_yscale("log")
     middle.set_ylabel("condition number (median over trials)")
     middle.set_title("trained matrices vs the target")
     legend_outside(middle, fontsize=8)
-    _interval_bars(right, arms, product.xs("overall", level="component").reindex(arms))
-    right.set_ylabel("relative error (mean, 95% CI)")
-    right.set_title("overall error of the product")
     for ax in (left, middle, right):
-        ax.set_xlabel("model")
-        ax.tick_params(axis="x", rotation=30)
-        for label in ax.get_xticklabels():
-            label.set_horizontalalignment("right")
-    fig.suptitle(f"Depth ({n_label(product.reset_index())})")
+        ax.set_xlabel("network")
+    paper_legend(fig, [left, right])
+    fig.suptitle(f"Depth ({n_label(product)})")
     save(fig, png, pdf)
 
 
@@ -232,6 +264,7 @@ def fig8_sensitivity(tables: Tables, png: str, pdf: str) -> None:
         rows = product_rows(tables[name])
         shown = {"condition_number": "condition number", "row_norms": "row norms"}
         lines(ax, rows, x, shown)
+        mark_paper(ax, paper_rows(tables, [name]), rows, x)
         ax.set_xscale("symlog", linthresh=1e-4) if x == "weight_decay" else ax.set_xscale("log")
         error_axis(ax)
         ax.set_xlabel(x.replace("_", " "))
@@ -260,6 +293,7 @@ def fig9_long(tables: Tables, png: str, pdf: str) -> None:
     fig, ((left, right),) = figure(2, width=6)
     shown = {"row_norms": "row norms", "condition_number": "condition number", "overall": "overall"}
     lines(left, rows, "epoch", shown, marker=None)
+    mark_paper(left, paper_rows(tables, ["exp9_long"]), rows, "epoch")
     left.set_yscale("log")
     left.set_xlabel("epoch")
     left.set_ylabel(ERROR_LABEL)

@@ -2,9 +2,13 @@
 
 Statistics come from the experiment tables (matcond.stats): each row has the component's
 headline statistic (``estimate``: the median for heavy-tailed components, the mean for norms)
-and its 95 % bootstrap interval (``ci_low``, ``ci_high``), never a mean ± std band. Errors
-span decades: error axes are logarithmic, fitted to what is drawn, or, where a value is
-exactly zero (effective rank, bars), symmetric-log from 0 (linear below 1e-4). Every figure
+and its 95 % bootstrap interval (``ci_low``, ``ci_high``), never a mean ± std band; a
+statistic is a point or line with its interval, never a bar (a bar's length means nothing on a
+log axis). An error axis is logarithmic where what is drawn spans more than a decade
+(symmetric-log from 0, linear below 1e-4, where a value is exactly zero), else linear from 0,
+so that a 7 % drift does not look like a collapse. Intervals over fewer than
+:data:`MIN_INTERVAL_N` values are not drawn: the values themselves are. The papers' values
+(:data:`PAPER_VALUES`) are marked where a figure draws the point they are about. Every figure
 states n in its title.
 """
 
@@ -42,6 +46,18 @@ PAPER_COMPONENTS = {
 }
 PAPER_THRESHOLD = "effective_rank_t0.01"
 LINEAR_THRESHOLD = 1e-4
+DECADE = 10.0  # an error axis is logarithmic where what it draws spans more than this factor
+MIN_INTERVAL_N = 5  # fewer values than this get their points drawn, not a 95 % interval
+# The tables' key of the papers' values a figure marks (matcond.claims_check.paper_values).
+PAPER_VALUES = "paper_values"
+# How each source of a paper's value is marked and named in the legend (the condition-number
+# paper, its slides and its review report means; the figures draw the headline statistic).
+PAPER_MARKS = {
+    "paper": ("*", "paper's value (its mean)"),
+    "slides": ("X", "paper's slides (their mean)"),
+    "peer review": ("P", "peer review's value (mean)"),
+    "GN paper": ("*", "GN paper's value"),
+}
 ERROR_LABEL = "relative error\n(median or mean, 95% CI)"
 DPI = 130
 Tables = dict[str, pd.DataFrame]
@@ -84,29 +100,51 @@ class _SparseMinorLabels(matplotlib.ticker.LogFormatterSciNotation):
         return super().__call__(value, pos)
 
 
+def _drawn_y(ax) -> np.ndarray:
+    """The finite y values of what is drawn on ``ax``: lines, bands, whiskers and points."""
+    values = [np.asarray(line.get_ydata(), float).ravel() for line in ax.lines]
+    for collection in ax.collections:
+        if isinstance(collection, PathCollection):  # points: their paths are marker shapes
+            values.append(np.asarray(collection.get_offsets(), float)[:, 1])
+        else:
+            values += [np.asarray(p.vertices, float)[:, 1] for p in collection.get_paths()]
+    values = np.concatenate(values) if values else np.array([])
+    return values[np.isfinite(values)]
+
+
 def error_axis(ax, label: str = ERROR_LABEL) -> None:
-    """A log error axis fitted to what is drawn, or symmetric-log from 0 when a value is 0."""
-    low = ax.dataLim.y0
-    if np.isfinite(low) and low > 0:
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(_SparseMinorLabels())
-    else:
-        ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
-        ax.set_ylim(bottom=0)
+    """Call after drawing: a log axis where what is drawn spans more than :data:`DECADE`
+    (symmetric-log from 0 where a value is 0 or below), else a linear axis from 0."""
+    values = _drawn_y(ax)
+    positive = values[values > 0]
+    if positive.size and positive.max() > DECADE * positive.min():
+        if (values <= 0).any():
+            ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(_SparseMinorLabels())
+    elif not (values < 0).any():
+        top = values.max(initial=0.0)
+        ax.set_ylim(0, 1.1 * top if top > 0 else None)
     ax.set_ylabel(label)
 
 
 def _drawn_ticklabels(axis) -> list:
-    """The tick labels an axis draws: those of ticks within its view interval."""
-    low, high = sorted(axis.get_view_interval())
+    """The tick labels an axis draws: those of ticks within its view interval (compared on
+    the axis's scale, so that a log axis's slack is not decades wide)."""
+    scale = axis.get_transform()
+    low, high = sorted(scale.transform(np.asarray(axis.get_view_interval(), float)))
     slack = 1e-9 * (high - low)
     labels = []
     for locs, ticks in (
         (axis.get_majorticklocs(), axis.get_major_ticks),
         (axis.get_minorticklocs(), axis.get_minor_ticks),
     ):
-        for loc, tick in zip(locs, ticks(len(locs)), strict=True):
-            if low - slack <= loc <= high + slack:
+        with np.errstate(all="ignore"):
+            places = scale.transform(np.asarray(locs, float))
+        for place, tick in zip(places, ticks(len(locs)), strict=True):
+            if low - slack <= place <= high + slack:
                 labels += [tick.label1, tick.label2]
     return labels
 
@@ -295,18 +333,35 @@ def median_line(
     ax, rows: pd.DataFrame, x: str, column: str, color, label: str, band: bool = True, **style
 ) -> None:
     """The median of ``column`` over the rows (seeds) at each value of ``x``, with its 95 %
-    bootstrap interval as a band (for tables with one row per trial, e.g. the GN sweeps).
-    NaN values (a κ that does not exist, e.g. of a zero GN matrix) are left out."""
+    bootstrap interval as a band, or, where a value of ``x`` has fewer than
+    :data:`MIN_INTERVAL_N` rows, those rows' values as points (for tables with one row per
+    trial, e.g. the GN sweeps). NaN values (a κ that does not exist, e.g. of a zero GN matrix)
+    are left out."""
     rows = rows[rows[column].notna()]
     groups = [(value, part[column].to_numpy(float)) for value, part in rows.groupby(x)]
     xs = [value for value, _ in groups]
     estimate = [np.median(values) for _, values in groups]
     ax.plot(xs, estimate, color=color, label=label or None, **style)
     mark_unreliable(ax, rows, x, column)
-    if band:
-        intervals = [bootstrap_ci([values], np.median) for _, values in groups]
-        low, high = (np.array([ci[k] for ci in intervals], dtype=float) for k in (0, 1))
-        ax.fill_between(xs, low, high, color=color, alpha=0.15, linewidth=0)
+    if not band:
+        return
+    few = rows.groupby(x)[column].transform("size") < MIN_INTERVAL_N
+    if few.any():
+        ax.scatter(rows.loc[few, x], rows.loc[few, column], color=color, s=8, alpha=0.5)
+    intervals = [
+        bootstrap_ci([values], np.median) if len(values) >= MIN_INTERVAL_N else (np.nan, np.nan)
+        for _, values in groups
+    ]
+    low, high = (np.array([ci[k] for ci in intervals], dtype=float) for k in (0, 1))
+    ax.fill_between(xs, low, high, color=color, alpha=0.15, linewidth=0)
+
+
+def spread_label(rows: pd.DataFrame, by: str = "seed") -> str:
+    """What a figure's bands are: a 95 % interval, or the values themselves (fewer than
+    :data:`MIN_INTERVAL_N` distinct ``by`` per point)."""
+    if rows[by].nunique() >= MIN_INTERVAL_N:
+        return "median, 95% CI"
+    return "median and each seed"
 
 
 def mark_unreliable(ax, rows: pd.DataFrame, x: str, column: str) -> None:
@@ -370,38 +425,120 @@ def grouped_lines(ax, rows: pd.DataFrame, x: str, by: str, label=str) -> None:
         )
 
 
-def bars(
-    ax, rows: pd.DataFrame, arm: str, components: dict[str, str], labels: dict | None = None
-) -> None:
-    """Grouped bars of the headline statistic with interval whiskers: one group per
-    component, one bar per value of column ``arm``."""
-    arms = list(dict.fromkeys(rows[arm]))
-    x = np.arange(len(components))
-    width = 0.8 / max(len(arms), 1)
-    for i, value in enumerate(arms):
-        part = rows[rows[arm] == value].set_index("component").reindex(list(components))
+def interval_points(
+    ax, rows: pd.DataFrame, x: str, groups: dict, hue: str | None = None, labels: dict | None = None
+) -> pd.DataFrame:
+    """The headline statistic with its interval as points with whiskers: one tick per value of
+    column ``x`` (the keys of ``groups``, in that order, labelled by its values), one point per
+    value of column ``hue`` there (side by side, a colour each; one point without ``hue``).
+    Returns the drawn rows with their x coordinate (column ``position``), for
+    :func:`mark_paper`. Call :func:`error_axis` after."""
+    hues = list(dict.fromkeys(rows[hue])) if hue else [None]
+    width = 0.8 / len(hues)
+    ticks = {value: k for k, value in enumerate(groups)}
+    drawn = []
+    for color, (i, value) in zip(palette(len(hues)), enumerate(hues), strict=False):
+        part = rows[rows[x].isin(list(groups))]
+        part = part[part[hue] == value] if hue else part
+        part = part.assign(position=part[x].map(ticks) + (i - (len(hues) - 1) / 2) * width)
         estimate = part["estimate"].to_numpy(float)
-        yerr = np.vstack(
-            [
-                np.clip(estimate - part["ci_low"].to_numpy(float), 0, None),
-                np.clip(part["ci_high"].to_numpy(float) - estimate, 0, None),
-            ]
-        )
-        ax.bar(
-            x + (i - (len(arms) - 1) / 2) * width,
+        yerr = np.vstack([estimate - part["ci_low"], part["ci_high"] - estimate])
+        ax.errorbar(
+            part["position"],
             estimate,
-            width,
-            yerr=np.nan_to_num(yerr),
-            label=(labels or {}).get(value, value),
+            yerr=np.nan_to_num(np.clip(yerr, 0, None)),
+            fmt="o",
+            color=color if hue else "C0",
             capsize=2,
+            label=(labels or {}).get(value, value) if hue else None,
         )
-    ax.set_xticks(x, list(components.values()), rotation=30, ha="right")
-    ax.set_xlabel("component")
-    error_axis(ax)
-    highs = rows.loc[rows["component"].isin(list(components)), "ci_high"].to_numpy(float)
-    top = np.nanmax(highs[np.isfinite(highs)], initial=0.0)
-    # room above the highest whisker (autoscaling puts its cap on the frame)
-    ax.set_ylim(top=max(ax.get_ylim()[1], 2.0 * top))
+        drawn.append(part)
+    ax.set_xticks(range(len(groups)), list(groups.values()), rotation=30, ha="right")
+    ax.set_xlim(-0.5, len(groups) - 0.5)
+    ax.set_xlabel(x.replace("_", " "))
+    return pd.concat(drawn, ignore_index=True)
+
+
+def paper_rows(tables: Tables, names, field: str | None = "error") -> pd.DataFrame:
+    """The papers' values on the tables ``names`` about column ``field`` (``None``: any),
+    the paper's effective-rank threshold named as in :func:`product_rows`."""
+    paper = tables.get(PAPER_VALUES)
+    if paper is None or paper.empty:
+        return pd.DataFrame()
+    paper = paper[paper["table"].isin(list(names))]
+    if field is not None:
+        paper = paper[paper["field"] == field]
+    if "component" in paper:
+        paper = paper.assign(
+            component=paper["component"].replace(PAPER_THRESHOLD, "effective_rank")
+        )
+    return paper
+
+
+def _same(a, b) -> bool:
+    """Two cells of a filter and a table are the same setting (numbers by value)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return str(a) == str(b)
+    return bool(np.isclose(float(a), float(b)))
+
+
+def mark_paper(ax, paper: pd.DataFrame, rows: pd.DataFrame, x: str) -> bool:
+    """Mark each paper's value (rows of :func:`paper_rows`) at the drawn point it is about: a
+    black star (a '+' for the peer review), a vertical line for a range. ``rows`` are the
+    drawn rows with their x coordinate in column ``x``; a value is about the rows that match
+    every key of its filter (no epoch: the last drawn), and is marked where those rows share
+    one x. Returns whether a value was marked."""
+    marked = False
+    keys = [k for k in paper.columns if k not in ("table", "source", "low", "high", "field")]
+    for _, value in paper.iterrows():
+        where = {k: value[k] for k in keys if pd.notna(value[k])}
+        match = rows
+        if "epoch" in rows and "epoch" not in where:
+            match = match[match["epoch"] == rows["epoch"].max()]
+        if not set(where) <= set(rows.columns):
+            continue
+        for key, setting in where.items():
+            match = match[np.array([_same(cell, setting) for cell in match[key]], dtype=bool)]
+        positions = match[x].unique()
+        if len(positions) != 1:
+            continue
+        marker, label = PAPER_MARKS[value["source"]]
+        if label in ax.get_legend_handles_labels()[1]:
+            label = None
+        ax.plot(
+            [positions[0]] * 2,
+            [value["low"], value["high"]],
+            color="black",
+            marker=marker if value["low"] == value["high"] else "_",
+            markersize=9 if value["low"] == value["high"] else 14,
+            markerfacecolor="none",
+            markeredgewidth=1.5,
+            linestyle="-",
+            linewidth=2,
+            zorder=6,
+            label=label,
+        )
+        marked = True
+    return marked
+
+
+def legend_entries(axes, only=None) -> tuple[list, list]:
+    """The labelled handles of ``axes``, each label once, in order (only the labels in
+    ``only`` where given)."""
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if only is None or label in only:
+                entries.setdefault(label, handle)
+    return list(entries.values()), list(entries)
+
+
+def paper_legend(fig: plt.Figure, axes) -> None:
+    """A legend below the panels naming each kind of paper's value marked on ``axes`` (none if
+    none is)."""
+    handles, labels = legend_entries(axes, only={label for _, label in PAPER_MARKS.values()})
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=3)
 
 
 def legend_outside(ax, **kw) -> None:
