@@ -86,6 +86,17 @@ BAD = [
         {**one(), "gauss_newton": {"sweeps": {"fig13_pruning_vit": {"dim": 8.0}}}},
         ["gauss_newton.sweeps.fig13_pruning_vit.dim", "integer"],
     ),
+    (
+        {**one(), "gauss_newton": {"exp7": {"experiment": "f"}}},
+        ["gauss_newton.exp7.experiment", "'f' is not an experiment of this config"],
+    ),
+    (
+        {
+            "experiments": {"exp7_depth": {"seeds": 1}},
+            "gauss_newton": {"along_training": {"experiment": "exp7_dpth"}},
+        },
+        ["gauss_newton.along_training.experiment", "did you mean 'exp7_depth'"],
+    ),
     # NaN and infinity anywhere: refused, naming the key
     (one({"lr": float("nan")}), ["config key defaults.lr: nan is not a finite number"]),
     (one({"noise_std": float("inf")}), ["defaults.noise_std: inf is not a finite"]),

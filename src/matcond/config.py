@@ -181,7 +181,23 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None
             "config lists nothing to run: no experiments, gauss_newton.sweeps or checkpoints"
         )
     _check_gn_sweeps(filled)
+    _check_gn_experiments(filled, schema)
     return filled
+
+
+def _check_gn_experiments(config: dict[str, Any], schema: dict[str, Any]) -> None:
+    """A GN part on saved weights (exp7, along_training) is skipped where its experiment is
+    absent: quietly for the default name (a config without that experiment), but a name the
+    user set that the config does not run is refused (a misspelt name skipped the part)."""
+    parts = schema["properties"]["gauss_newton"]["properties"]
+    for part in ("exp7", "along_training"):
+        name = config["gauss_newton"][part]["experiment"]
+        default = parts[part]["properties"]["experiment"]["default"]
+        if name != default and name not in config["experiments"]:
+            raise ConfigError(
+                f"config key gauss_newton.{part}.experiment: {name!r} is not an experiment of "
+                "this config" + did_you_mean(name, sorted(config["experiments"]))
+            )
 
 
 def _check_gn_sweeps(config: dict[str, Any]) -> None:
