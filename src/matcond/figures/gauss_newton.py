@@ -21,7 +21,9 @@ from matcond.figures.style import (
     interval_line,
     legend_entries,
     legend_outside,
+    mark_paper,
     median_line,
+    paper_rows,
     save,
     spread_label,
 )
@@ -585,6 +587,8 @@ def gn_fig10_linear_training(tables: Tables, png: str, pdf: str) -> None:
     left.set_xlabel("epoch")
     left.set_ylabel("training loss (MSE to one-hot)")
     left.legend(fontsize=8)
+    paper = paper_rows(tables, ["gn_fig10_linear_training"], field="kappa")
+    mark_paper(right, paper, table, "epoch")  # the paper's κ range, at the last epoch
     right.set_yscale("log")
     right.set_xlabel("epoch")
     right.set_ylabel("GN κ (solid),\nLemma 2 convex form (dashed)")

@@ -133,6 +133,9 @@ def fig3_gradient(tables: Tables, png: str, pdf: str) -> None:
     right.loglog(kappa, ratio, "o", color="C0")
     span = np.array([kappa.min(), kappa.max()])
     right.loglog(span, span, "k--", lw=0.8, label="ratio = target kappa")
+    for _, claim in paper_rows(tables, ["exp3_gradient"]).iterrows():  # the paper's 10-100x
+        label = f"paper: {claim['low']:g}-{claim['high']:g}x"
+        right.axhspan(claim["low"], claim["high"], color="grey", alpha=0.2, label=label)
     rho = scipy_stats.spearmanr(kappa, ratio).statistic
     right.set_xlabel("target condition number kappa(W*)")
     right.set_ylabel("gradient ratio |g_1| / |g_min| (per trial)")
