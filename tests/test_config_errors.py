@@ -87,6 +87,18 @@ BAD = [
         ["gauss_newton.sweeps.fig13_pruning_vit.dim", "integer"],
     ),
     (
+        {**one(), "gauss_newton": {"sweeps": {"fig2_depth": {"n_samples": 1798}}}},
+        ["gauss_newton.sweeps.fig2_depth.n_samples", "1798 is more than the 1797 rows"],
+    ),
+    (
+        {**one(), "gauss_newton": {"sweeps": {"fig1_pruning": {"train_samples": 5000}}}},
+        ["gauss_newton.sweeps.fig1_pruning.train_samples", "5000 is more than the 1797"],
+    ),
+    (
+        {**one(), "gauss_newton": {"sweeps": {"fig1_pruning": {"train_samples": 100}}}},
+        ["gauss_newton.sweeps.fig1_pruning.gn_samples", "128 is more than the 100 training"],
+    ),
+    (
         {**one(), "gauss_newton": {"exp7": {"experiment": "f"}}},
         ["gauss_newton.exp7.experiment", "'f' is not an experiment of this config"],
     ),

@@ -202,17 +202,19 @@ def _check_gn_experiments(config: dict[str, Any], schema: dict[str, Any]) -> Non
 
 def _check_gn_sweeps(config: dict[str, Any]) -> None:
     """The constraints of the GN sweeps that the schema cannot say, and the user's data files."""
-    from matcond.gn_experiments.data import load_data_file
+    from matcond.gn_experiments.data import DIGITS_ROWS, load_data_file
 
     gauss_newton = config.get("gauss_newton", {})
     files = gauss_newton.get("data", {}).get("files", {})
+    rows = {"digits": DIGITS_ROWS}
     for name, path in files.items():
         try:
-            load_data_file(path)
+            rows[name] = load_data_file(path)[0].shape[0]
         except ValueError as err:
             raise ConfigError(f"config key gauss_newton.data.files.{name}: {err}") from None
     sweeps = gauss_newton.get("sweeps", {})
     for name, sweep in sweeps.items():
+        _check_sample_counts(f"config key gauss_newton.sweeps.{name}", sweep, rows)
         unknown = [d for d in sweep.get("datasets", []) if d not in ("digits", "gaussian", *files)]
         if unknown:
             raise ConfigError(
@@ -236,6 +238,28 @@ def _check_gn_sweeps(config: dict[str, Any]) -> None:
     if relu["spectrum_width"] not in relu["widths"]:
         raise ConfigError(
             f"{key}.spectrum_width: {relu['spectrum_width']} is not one of widths {relu['widths']}"
+        )
+
+
+def _check_sample_counts(key: str, sweep: dict[str, Any], rows: dict[str, int]) -> None:
+    """A sweep asks for no more rows than its data sets have (they were cut without a word):
+    ``n_samples`` of each data set with a fixed size (the digits, a file), ``train_samples``
+    of the digits, ``gn_samples`` of the training rows."""
+    n = sweep.get("n_samples")
+    for dataset in sweep.get("datasets", []):
+        if n is not None and n > rows.get(dataset, n):
+            raise ConfigError(
+                f"{key}.n_samples: {n} is more than the {rows[dataset]} rows of data set {dataset}"
+            )
+    train = sweep.get("train_samples")
+    if train is not None and train > rows["digits"]:
+        raise ConfigError(
+            f"{key}.train_samples: {train} is more than the {rows['digits']} rows of the digits"
+        )
+    gn = sweep.get("gn_samples")
+    if gn is not None and gn > (train or rows["digits"]):
+        raise ConfigError(
+            f"{key}.gn_samples: {gn} is more than the {train or rows['digits']} training rows"
         )
 
 
