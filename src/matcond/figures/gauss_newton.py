@@ -592,7 +592,7 @@ def gn_fig10_linear_training(tables: Tables, png: str, pdf: str) -> None:
     right.set_yscale("log")
     right.set_xlabel("epoch")
     right.set_ylabel("GN κ (solid),\nLemma 2 convex form (dashed)")
-    right.legend(fontsize=8)
+    legend_outside(right, fontsize=8)
     fig.suptitle(_training_title(table, "Deep linear net"), fontsize=10)
     save(fig, png, pdf)
 

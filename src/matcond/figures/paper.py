@@ -140,7 +140,7 @@ def fig3_gradient(tables: Tables, png: str, pdf: str) -> None:
     right.set_xlabel("target condition number kappa(W*)")
     right.set_ylabel("gradient ratio |g_1| / |g_min| (per trial)")
     right.set_title(f"Spearman rho = {rho:.2f}")
-    right.legend(fontsize=8)
+    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.18))
     fig.suptitle(
         f"Gradient signal: top/bottom ratio {np.median(ratio):.0f} (median over trials "
         f"of the median over epochs; {n_label(grads)})"
