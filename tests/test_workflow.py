@@ -53,9 +53,12 @@ def snakemake(
 
 
 def planned_jobs(workdir: Path, config: dict, env: dict | None = None) -> list[tuple[str, str]]:
-    """(rule, first output) of every job a dry run with ``config`` would execute."""
-    (workdir / "edited.yaml").write_text(yaml.safe_dump(config))
-    out = snakemake(workdir, "-n", config="edited.yaml", env=env)
+    """(rule, first output) of every job a dry run with ``config`` would execute. The config
+    file's name is this process's own: tests on other workers dry-run the shared small run
+    with configs of theirs (one name for all let one test plan with another's config)."""
+    name = f"edited-{os.getpid()}.yaml"
+    (workdir / name).write_text(yaml.safe_dump(config))
+    out = snakemake(workdir, "-n", config=name, env=env)
     blocks = re.split(r"^(?:local)?rule (\w+):$", out, flags=re.M)[1:]
     jobs = []
     for rule, body in zip(blocks[::2], blocks[1::2], strict=True):

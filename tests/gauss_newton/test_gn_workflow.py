@@ -399,8 +399,9 @@ def test_end_to_end_on_the_test_config(small_run, gn_config):
     assert "Nothing to be done" in snakemake(small_run, "-n", *targets)
     edited = yaml.safe_load(TEST_CONFIG.read_text())
     edited["gauss_newton"]["sweeps"]["fig6_leaky_width"]["seeds"] = 3
-    (small_run / "edited.yaml").write_text(yaml.safe_dump(edited))
-    out = snakemake(small_run, "-n", *targets, config=small_run / "edited.yaml")
+    edited_file = small_run / "edited-gn.yaml"  # tests/test_workflow.py dry-runs its own
+    edited_file.write_text(yaml.safe_dump(edited))
+    out = snakemake(small_run, "-n", *targets, config=edited_file)
     jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?    output: ([^,\n]+)", out, re.M)
     assert sorted(jobs) == [
         ("gn_sweep", "results/tables/gn_fig6_leaky_width.parquet"),
