@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import matplotlib
 
@@ -11,16 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from matcond.damage import damaged_files, file_problem, set_aside
 from matcond.files import (
     SETTINGS_KEY,
     DamagedFileError,
-    damaged_files,
-    file_problem,
     file_record,
     load_weights,
     read_parquet,
     read_trials,
-    set_aside,
     write_manifest,
     write_parquet,
 )
@@ -244,3 +243,42 @@ def test_a_foreign_spec_is_damage_not_a_crash(tmp_path, spec, table):
     write_manifest(manifest, stored["block"], stored["trials"])
     with pytest.raises(DamagedFileError, match=r"unreadable trial spec in its metadata \(KeyError"):
         read_trials([manifest], [trial.path], results / "trials")
+
+
+def test_a_table_copied_over_another_is_damage(tmp_path, table):
+    """Another experiment's aggregated table copied over this one's: its footer names the file
+    it was written as. A copy of the whole results directory elsewhere is no damage."""
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    write_parquet(table, tables / "exp1_dimension.parquet")
+    write_parquet(table.iloc[:1], tables / "exp8_wd.parquet")
+    assert damaged_files(tmp_path / "results", {}, ["results/tables/exp1_dimension.parquet"]) == {}
+    shutil.copy(tables / "exp8_wd.parquet", tables / "exp1_dimension.parquet")
+    assert file_problem(tables / "exp1_dimension.parquet") == (
+        "holds the table written as exp8_wd.parquet, not exp1_dimension.parquet"
+    )
+    moved = tmp_path / "elsewhere" / "results"
+    shutil.copytree(tmp_path / "results", moved)
+    assert file_problem(moved / "tables" / "exp8_wd.parquet") is None
+    table.to_parquet(tables / "older.parquet")  # written before tables recorded their name
+    assert file_problem(tables / "older.parquet") is None
+
+
+def test_a_csv_is_checked_against_the_parquet_table_beside_it(tmp_path, table):
+    """Cut at a line boundary (still ending with a newline) or replaced by another table's
+    CSV: damage. A quoted field holding a newline is one row, not two."""
+    table = table.assign(note=['a, "quoted"\nnote', *[""] * (len(table) - 1)])
+    write_parquet(table, tmp_path / "t.parquet")
+    csv_path = tmp_path / "t.csv"
+    table.to_csv(csv_path, index=False)
+    assert file_problem(csv_path) is None
+    whole = csv_path.read_text()
+    csv_path.write_text(whole[: whole.rstrip("\n").rindex("\n") + 1])  # the last row cut
+    assert file_problem(csv_path) == (
+        f"truncated CSV or another table ({len(table) - 1} rows, t.parquet has {len(table)})"
+    )
+    table.drop(columns="note").to_csv(csv_path, index=False)
+    assert file_problem(csv_path) == "its columns are not those of t.parquet"
+    (tmp_path / "t.parquet").unlink()  # without a twin: its ending only
+    csv_path.write_text(whole[: whole.rstrip("\n").rindex("\n") + 1])
+    assert file_problem(csv_path) is None

@@ -4,11 +4,10 @@ Every parquet file is written atomically with a CRC checksum per page (pyarrow's
 ``write_page_checksum``) and read with verification, so a flipped byte or a truncated file
 fails naming the file. A trial's table and weights also carry the trial's spec, which the
 reader checks against the path it was asked for, and the manifest of the training block that
-wrote them lists their sizes and SHA-256 (outside the files they protect). :func:`damaged_files`
-runs the cheap checks (each block's manifest and the files it lists, footers of other tables,
-the structure of CSV, PNG, PDF, HTML and safetensors files) over a results directory before
-any job, so that damaged files are set aside and rebuilt (common.smk).
-Light imports only at module level: the Snakefile imports it at parse time.
+wrote them lists their sizes and SHA-256 (outside the files they protect); every table's
+footer records the name it was written as. :mod:`matcond.damage` checks a results directory with
+them before any job. Light imports only at module level: the Snakefile imports it at parse
+time.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
 
 SPEC_KEY = "matcond.spec"  # a trial table's spec (parquet metadata)
 SETTINGS_KEY = "matcond.settings"  # the settings a GN table was computed with (parquet metadata)
+TABLE_KEY = "matcond.table"  # the file name a table was written as (parquet metadata)
 # A trial's weights: {"spec": ..., "sha256": ...} under one key (safetensors writes its
 # metadata from a hash map: two keys would come out in either order, and the bytes differ).
 WEIGHTS_KEY = "matcond"
@@ -76,14 +75,22 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Non
 def write_parquet(
     table: pd.DataFrame, path: str | Path, metadata: Mapping[str, str] | None = None
 ) -> None:
-    """Write ``table`` as parquet with page checksums (atomically), ``metadata`` in its footer."""
+    """Write ``table`` as parquet with page checksums (atomically), ``metadata`` and where it
+    is written (:data:`TABLE_KEY`, :func:`table_identity`) in its footer."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     arrow = pa.Table.from_pandas(table, preserve_index=False)
-    extra = {k.encode(): v.encode() for k, v in (metadata or {}).items()}
+    metadata = {TABLE_KEY: table_identity(path), **(metadata or {})}
+    extra = {k.encode(): v.encode() for k, v in metadata.items()}
     arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra})
     replace_atomically(path, lambda tmp: pq.write_table(arrow, tmp, write_page_checksum=True))
+
+
+def table_identity(path: str | Path) -> str:
+    """A table's name as its footer records it (:data:`TABLE_KEY`): its file name, so the
+    bytes do not depend on the directory (a copy of the results elsewhere is the same)."""
+    return Path(path).name
 
 
 def _read_arrow(path: str | Path, columns: list[str] | None):
@@ -105,7 +112,7 @@ def read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataF
     return _read_arrow(path, columns).to_pandas()
 
 
-def _footer(path: Path) -> dict[bytes, bytes] | str:
+def parquet_footer(path: Path) -> dict[bytes, bytes] | str:
     """A parquet file's footer metadata, or what makes it unreadable (a str). Reads the
     footer only."""
     import pyarrow.parquet as pq
@@ -134,7 +141,7 @@ def _spec_problem(stored: str | None, path: str | Path, root: Path) -> str | Non
     return None
 
 
-def _changed(stored: dict, expected: dict) -> str | None:
+def changed_settings(stored: dict, expected: dict) -> str | None:
     """'computed with other settings (a, b.c)' naming what differs (one level down), or None."""
     if stored == expected:
         return None
@@ -148,18 +155,6 @@ def _changed(stored: dict, expected: dict) -> str | None:
         elif old != new:
             changed.append(key)
     return f"computed with other settings ({', '.join(changed)})"
-
-
-def settings_problem(path: Path, settings_json: str) -> str | None:
-    """What is wrong with a table that stores the settings it was computed with (footer,
-    those settings against ``settings_json``), or None. Reads the footer only."""
-    footer = _footer(path)
-    if isinstance(footer, str):
-        return footer
-    stored = footer.get(SETTINGS_KEY.encode())
-    if stored is None:
-        return "no settings in its metadata (written by an older version)"
-    return _changed(json.loads(stored), json.loads(settings_json))
 
 
 def weights_problem(path: Path, spec_json: str) -> str | None:
@@ -208,7 +203,7 @@ def write_manifest(path: str | Path, block: Mapping, trials: Mapping[str, Mappin
 def read_manifest(path: str | Path) -> dict:
     """A block's manifest; DamagedFileError naming it if it is not one."""
     path = Path(path)
-    if problem := _not_a_file(path):
+    if problem := not_a_file(path):
         raise DamagedFileError(path, problem)
     try:
         manifest = json.loads(path.read_bytes())
@@ -220,56 +215,6 @@ def read_manifest(path: str | Path) -> dict:
             path, f"not a block manifest ({type(err).__name__}: {err})"
         ) from None
     return manifest
-
-
-def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:
-    """A block's damaged files, each with what is wrong: {} if its manifest is readable, was
-    made for the block ``block_json`` describes (its setting, seeds and saved weights), and
-    every file it lists exists with the size it lists. Otherwise the manifest, so that the
-    block is trained again, and the files that must not be overwritten unseen: all those it
-    lists if it was made for other settings, else those that differ from its record
-    (:func:`_record_problem`). Cheap enough for every block before a run: trial tables are
-    small (hashing one costs less than parsing its footer)."""
-    try:
-        stored = read_manifest(manifest)
-    except DamagedFileError as err:
-        return {manifest: err.reason}
-    files = listed_files(manifest, stored)
-    made_for, expected = stored["block"], json.loads(block_json)
-    if made_for != expected:
-        if made_for["spec"] == expected["spec"]:
-            problem = (
-                f"made for seeds {made_for['seeds']} saving the weights of "
-                f"{made_for.get('save_weights')}, not {expected['seeds']} and "
-                f"{expected['save_weights']}"
-            )
-        elif isinstance(made_for["spec"], dict):
-            problem = _changed(made_for["spec"], expected["spec"])
-        else:
-            problem = "made for another setting"
-        return {manifest: problem} | {f: problem for f in files if os.path.lexists(f)}
-    altered = {
-        f: problem
-        for f, record in files.items()
-        if os.path.lexists(f) and (problem := _record_problem(f, record))
-    }
-    missing = [f for f in files if not os.path.lexists(f)]
-    if altered or missing:
-        names = ", ".join(f.name for f in [*missing, *altered])
-        return {manifest: f"its trial files {names} are missing or altered"} | altered
-    return {}
-
-
-def _record_problem(path: Path, record: Mapping) -> str | None:
-    """How a file differs from its manifest record, or None: its size, and for a table its
-    SHA-256 too (weights, which may be large, are hashed where they are read)."""
-    if problem := _not_a_file(path):
-        return problem
-    if path.stat().st_size != record["bytes"]:
-        return "not the file its block's manifest lists (another size)"
-    if path.suffix == ".parquet" and file_record(path)["sha256"] != record["sha256"]:
-        return "not the file its block's manifest lists (checksum mismatch)"
-    return None
 
 
 def listed_files(path: Path, manifest: Mapping) -> dict[Path, dict]:
@@ -285,7 +230,7 @@ def verified_bytes(path: str | Path, record: Mapping) -> bytes:
     """A file's bytes, checked against its manifest record (size and SHA-256);
     DamagedFileError if they differ."""
     path = Path(path)
-    if problem := _not_a_file(path):
+    if problem := not_a_file(path):
         raise DamagedFileError(path, problem)
     data = path.read_bytes()
     if len(data) != record["bytes"] or hashlib.sha256(data).hexdigest() != record["sha256"]:
@@ -346,7 +291,7 @@ def load_weights(path: str | Path, spec_json: str) -> dict[str, np.ndarray]:
     from safetensors import safe_open
 
     path = Path(path)
-    if problem := _not_a_file(path) or weights_problem(path, spec_json):
+    if problem := not_a_file(path) or weights_problem(path, spec_json):
         raise DamagedFileError(path, problem)
     with safe_open(str(path), framework="numpy") as fh:
         weights = {name: fh.get_tensor(name) for name in fh.keys()}
@@ -369,81 +314,8 @@ def load_trial_weights(manifest: str | Path, trial: str, spec_json: str) -> dict
     return load_weights(path, spec_json)
 
 
-def _tail_problem(path: Path, ending: bytes, what: str) -> str | None:
-    """None if the file ends with ``ending`` (after trailing whitespace, unless ``ending`` is
-    a newline), else that it is truncated."""
-    with open(path, "rb") as fh:
-        fh.seek(max(0, path.stat().st_size - 64))
-        tail = fh.read()
-    tail = tail if ending == b"\n" else tail.rstrip()
-    return None if tail.endswith(ending) else f"truncated {what} (does not end with {ending!r})"
-
-
-CHECKS: dict[str, Callable[[Path], str | None]] = {
-    ".parquet": lambda p: f if isinstance(f := _footer(p), str) else None,
-    ".csv": lambda p: _tail_problem(p, b"\n", "CSV"),
-    ".md": lambda p: _tail_problem(p, b"\n", "Markdown"),
-    ".png": lambda p: _tail_problem(p, b"IEND\xaeB`\x82", "PNG"),
-    ".pdf": lambda p: _tail_problem(p, b"%%EOF", "PDF"),
-    ".html": lambda p: _tail_problem(p, b"</html>", "HTML"),
-    ".safetensors": lambda p: h if isinstance(h := safetensors_header(p), str) else None,
-}
-
-
-def _not_a_file(path: Path) -> str | None:
+def not_a_file(path: Path) -> str | None:
     """'not a regular file' or 'empty file', or None."""
     if not path.is_file():
         return "not a regular file"
     return "empty file" if path.stat().st_size == 0 else None
-
-
-def file_problem(path: Path) -> str | None:
-    """What is wrong with one output file by its format (empty, truncated, unreadable), or None."""
-    if problem := _not_a_file(path):
-        return problem
-    check = CHECKS.get(path.suffix)
-    return check(path) if check else None
-
-
-def damaged_files(
-    results: Path,
-    blocks: Mapping[str, str],
-    outputs: Iterable[str],
-    settings: Mapping[str, str] | None = None,
-) -> dict[Path, str]:
-    """Every damaged file among a run's existing outputs, with what is wrong.
-
-    ``blocks``: training block path -> its request JSON (:func:`block_damage` checks its
-    manifest and trial files); ``outputs``: the run's other output files, relative to
-    ``results``' parent; ``settings``: those of them that store their settings
-    (:data:`SETTINGS_KEY`) -> the settings JSON they must hold.
-    """
-    settings = settings or {}
-    damaged = {}
-    for block, block_json in blocks.items():
-        manifest = results / "trials" / f"{block}.json"
-        if os.path.lexists(manifest):
-            damaged |= block_damage(manifest, block_json)
-    for output in outputs:
-        path = results.parent / output
-        check = (
-            partial(settings_problem, settings_json=settings[output])
-            if output in settings
-            else CHECKS.get(path.suffix, lambda _: None)
-        )
-        if os.path.lexists(path) and (problem := _not_a_file(path) or check(path)):
-            damaged[path] = problem
-    return damaged
-
-
-def set_aside(path: Path, results: Path) -> Path:
-    """Move a damaged file to ``results/damaged/`` (same relative path, a free name), so that
-    the run rebuilds it and nothing is deleted; returns where it went."""
-    target = results / "damaged" / path.relative_to(results)
-    n = 0
-    while os.path.lexists(target):
-        n += 1
-        target = target.with_name(f"{path.name}.{n}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(path, target)
-    return target

@@ -143,10 +143,13 @@ def test_sweep_tables_have_their_columns_and_bounds_hold(name, gn_config):
 def test_identical_sweeps_write_identical_bytes(gn_config, tmp_path):
     """No wall-clock column: two runs of a sweep give byte-identical tables."""
     settings = gn_config["sweeps"]["fig3_bounds"]
-    for name in ("a", "b"):
+    for run in ("a", "b"):  # one file name: a table's footer records its name
+        (tmp_path / run).mkdir()
         table = run_sweep("fig3_bounds", settings, gn_config["data"])
-        write_parquet(table, tmp_path / f"{name}.parquet")
-    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+        write_parquet(table, tmp_path / run / "t.parquet")
+    assert (tmp_path / "a" / "t.parquet").read_bytes() == (
+        tmp_path / "b" / "t.parquet"
+    ).read_bytes()
 
 
 def test_depth_sweep_rows_and_per_layer_terms(gn_config):

@@ -8,6 +8,7 @@ rule claims:
         gn_tables=all_gn_sweep_tables(),
     output:
         csv="results/claims.csv",
+        parquet="results/claims.parquet",
         html=report(
             "results/claims.html", caption="../report/claims.rst", category="Claims"
         ),

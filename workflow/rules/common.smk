@@ -10,7 +10,7 @@ from matcond.catalog import FIGURES, config_notes, experiment_summary, report_ca
 from matcond.checkpoints import check_checkpoint_paths
 from matcond.claims_check import paper_values, validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
-from matcond.files import damaged_files, set_aside
+from matcond.damage import damaged_files, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
@@ -411,7 +411,8 @@ def all_targets():
         name=config["checkpoints"],
         suffix=[".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"],
     )
-    claims = ["results/claims.csv", "results/claims.html", "results/readings.md"]
+    claims = ["results/claims.csv", "results/claims.parquet", "results/claims.html"]
+    claims += ["results/readings.md"]
     claims += [DIVERGED_TABLE, "results/diverged_trials.html"]
     claims = claims if TRIALS else []  # a config of GN sweeps or checkpoints only
     # the intermediates too, so that a deleted one is rebuilt by a plain rerun (a deleted
@@ -436,7 +437,7 @@ def all_targets():
 def set_aside_damaged_outputs():
     """Move damaged outputs (truncated, altered, holding another trial, or computed with
     settings that no longer match the config; a block's manifest with a trial file missing;
-    matcond.files.damaged_files) to
+    matcond.damage.damaged_files) to
     results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and
     --lint only name them."""
     if not workflow.is_main_process:

@@ -26,6 +26,8 @@ def main(snakemake) -> None:
     tables = {Path(p).stem: read_parquet(p) for p in paths}
     table = evaluate(claims, tables)
     table.to_csv(snakemake.output.csv, index=False)
+    # the same table, so the damage check can tell a cut CSV (paper_value as text: mixed types)
+    write_parquet(table.astype({"paper_value": str}), snakemake.output.parquet)
     sections = by_source(table)
     markdown = "".join(f"## {name}\n\n{to_markdown(part)}\n" for name, part in sections.items())
     Path(snakemake.output.md).write_text(markdown)

@@ -1,0 +1,207 @@
+"""The check of a results directory before any job (:func:`damaged_files`): each training
+block's manifest and the files it lists, and the structure of every other output (parquet
+footers and the name each table was written as, CSV against the parquet table beside it, the ends
+of Markdown, PNG, PDF and HTML files, safetensors headers), so that damaged files are set
+aside (:func:`set_aside`) and rebuilt (common.smk).
+
+Only the Snakefile imports it (parse time), no job: editing it reruns nothing. Light imports
+at module level.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from pathlib import Path
+
+from matcond.files import (
+    SETTINGS_KEY,
+    TABLE_KEY,
+    DamagedFileError,
+    changed_settings,
+    file_record,
+    listed_files,
+    not_a_file,
+    parquet_footer,
+    read_manifest,
+    safetensors_header,
+    table_identity,
+)
+
+
+def settings_problem(path: Path, settings_json: str) -> str | None:
+    """What is wrong with a table that stores the settings it was computed with (footer,
+    those settings against ``settings_json``), or None. Reads the footer only."""
+    footer = parquet_footer(path)
+    if isinstance(footer, str):
+        return footer
+    stored = footer.get(SETTINGS_KEY.encode())
+    if stored is None:
+        return "no settings in its metadata (written by an older version)"
+    return changed_settings(json.loads(stored), json.loads(settings_json))
+
+
+def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:
+    """A block's damaged files, each with what is wrong: {} if its manifest is readable, was
+    made for the block ``block_json`` describes (its setting, seeds and saved weights), and
+    every file it lists exists with the size it lists. Otherwise the manifest, so that the
+    block is trained again, and the files that must not be overwritten unseen: all those it
+    lists if it was made for other settings, else those that differ from its record
+    (:func:`_record_problem`). Cheap enough for every block before a run: trial tables are
+    small (hashing one costs less than parsing its footer)."""
+    try:
+        stored = read_manifest(manifest)
+    except DamagedFileError as err:
+        return {manifest: err.reason}
+    files = listed_files(manifest, stored)
+    made_for, expected = stored["block"], json.loads(block_json)
+    if made_for != expected:
+        if made_for["spec"] == expected["spec"]:
+            problem = (
+                f"made for seeds {made_for['seeds']} saving the weights of "
+                f"{made_for.get('save_weights')}, not {expected['seeds']} and "
+                f"{expected['save_weights']}"
+            )
+        elif isinstance(made_for["spec"], dict):
+            problem = changed_settings(made_for["spec"], expected["spec"])
+        else:
+            problem = "made for another setting"
+        return {manifest: problem} | {f: problem for f in files if os.path.lexists(f)}
+    altered = {
+        f: problem
+        for f, record in files.items()
+        if os.path.lexists(f) and (problem := _record_problem(f, record))
+    }
+    missing = [f for f in files if not os.path.lexists(f)]
+    if altered or missing:
+        names = ", ".join(f.name for f in [*missing, *altered])
+        return {manifest: f"its trial files {names} are missing or altered"} | altered
+    return {}
+
+
+def _record_problem(path: Path, record: Mapping) -> str | None:
+    """How a file differs from its manifest record, or None: its size, and for a table its
+    SHA-256 too (weights, which may be large, are hashed where they are read)."""
+    if problem := not_a_file(path):
+        return problem
+    if path.stat().st_size != record["bytes"]:
+        return "not the file its block's manifest lists (another size)"
+    if path.suffix == ".parquet" and file_record(path)["sha256"] != record["sha256"]:
+        return "not the file its block's manifest lists (checksum mismatch)"
+    return None
+
+
+def _tail_problem(path: Path, ending: bytes, what: str) -> str | None:
+    """None if the file ends with ``ending`` (after trailing whitespace, unless ``ending`` is
+    a newline), else that it is truncated."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 64))
+        tail = fh.read()
+    tail = tail if ending == b"\n" else tail.rstrip()
+    return None if tail.endswith(ending) else f"truncated {what} (does not end with {ending!r})"
+
+
+def _parquet_problem(path: Path) -> str | None:
+    """An unreadable footer, or a table written under another name (:data:`TABLE_KEY`: e.g.
+    another experiment's table copied over this one), or None. Reads the footer only."""
+    footer = parquet_footer(path)
+    if isinstance(footer, str):
+        return footer
+    stored = footer.get(TABLE_KEY.encode(), b"").decode()
+    if stored and stored != table_identity(path):
+        return f"holds the table written as {stored}, not {table_identity(path)}"
+    return None
+
+
+def _csv_problem(path: Path) -> str | None:
+    """A CSV cut short: one that does not end with a newline, or whose columns or number of
+    rows are not those of the parquet table beside it (the same table; a cut at a line
+    boundary or another table's CSV), or None. Reads the CSV and the twin's footer."""
+    import pyarrow.parquet as pq
+
+    if problem := _tail_problem(path, b"\n", "CSV"):
+        return problem
+    twin = path.with_suffix(".parquet")
+    try:
+        columns, rows = pq.read_schema(twin).names, pq.read_metadata(twin).num_rows
+    except (OSError, ValueError):
+        return None  # no twin, or a damaged one, which its own check names
+    with open(path, newline="") as fh:
+        header = next(csv.reader([fh.readline()]), [])
+        lines, quoted = 0, False
+        for chunk in iter(lambda: fh.read(1 << 20), ""):
+            lines, quoted = lines + chunk.count("\n"), quoted or '"' in chunk
+        if quoted:  # a quoted field may hold a newline: count the records
+            fh.seek(0)
+            lines = sum(1 for _ in csv.reader(fh)) - 1
+    if columns and header != columns:
+        return f"its columns are not those of {twin.name}"
+    if lines != rows:
+        return f"truncated CSV or another table ({lines} rows, {twin.name} has {rows})"
+    return None
+
+
+CHECKS: dict[str, Callable[[Path], str | None]] = {
+    ".parquet": _parquet_problem,
+    ".csv": _csv_problem,
+    ".md": lambda p: _tail_problem(p, b"\n", "Markdown"),
+    ".png": lambda p: _tail_problem(p, b"IEND\xaeB`\x82", "PNG"),
+    ".pdf": lambda p: _tail_problem(p, b"%%EOF", "PDF"),
+    ".html": lambda p: _tail_problem(p, b"</html>", "HTML"),
+    ".safetensors": lambda p: h if isinstance(h := safetensors_header(p), str) else None,
+}
+
+
+def file_problem(path: Path) -> str | None:
+    """What is wrong with one output file by its format (empty, truncated, unreadable), or None."""
+    if problem := not_a_file(path):
+        return problem
+    check = CHECKS.get(path.suffix)
+    return check(path) if check else None
+
+
+def damaged_files(
+    results: Path,
+    blocks: Mapping[str, str],
+    outputs: Iterable[str],
+    settings: Mapping[str, str] | None = None,
+) -> dict[Path, str]:
+    """Every damaged file among a run's existing outputs, with what is wrong.
+
+    ``blocks``: training block path -> its request JSON (:func:`block_damage` checks its
+    manifest and trial files); ``outputs``: the run's other output files, relative to
+    ``results``' parent; ``settings``: those of them that store their settings
+    (:data:`SETTINGS_KEY`) -> the settings JSON they must hold.
+    """
+    settings = settings or {}
+    damaged = {}
+    for block, block_json in blocks.items():
+        manifest = results / "trials" / f"{block}.json"
+        if os.path.lexists(manifest):
+            damaged |= block_damage(manifest, block_json)
+    for output in outputs:
+        path = results.parent / output
+        check = (
+            partial(settings_problem, settings_json=settings[output])
+            if output in settings
+            else CHECKS.get(path.suffix, lambda _: None)
+        )
+        if os.path.lexists(path) and (problem := not_a_file(path) or check(path)):
+            damaged[path] = problem
+    return damaged
+
+
+def set_aside(path: Path, results: Path) -> Path:
+    """Move a damaged file to ``results/damaged/`` (same relative path, a free name), so that
+    the run rebuilds it and nothing is deleted; returns where it went."""
+    target = results / "damaged" / path.relative_to(results)
+    n = 0
+    while os.path.lexists(target):
+        n += 1
+        target = target.with_name(f"{path.name}.{n}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    return target
