@@ -502,6 +502,9 @@ def corrupt(tmp_path: Path, kind: str) -> Path:
         path.write_text("# Modèle entraîné — poids\n" * 5000)  # 130 KB of UTF-8 text
     elif kind == "binary":
         path.write_bytes(bytes(range(256)) * 4)
+    elif kind == "safetensors-deep":  # a JSON header nested past Python's recursion limit
+        header = b'{"w": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        path.write_bytes(len(header).to_bytes(8, "little") + header)
     elif kind in ("safetensors-json", "safetensors-shape"):  # a hand-made header
         entry = {"dtype": "F32", "shape": [50000, 50000], "data_offsets": [0, 16]}
         header = json.dumps({"w": entry}).encode()
@@ -534,6 +537,8 @@ LOAD_MESSAGES = {
     r"20-byte file",
     "safetensors-json": r"is truncated or corrupt safetensors: unreadable header "
     r"\(JSONDecodeError: ",
+    "safetensors-deep": r"is truncated or corrupt safetensors: unreadable header "
+    r"\(RecursionError: ",
     # offsets that match the file, a shape that does not: found by the safetensors library
     "safetensors-shape": "is invalid safetensors: .*invalid shape",
 }
@@ -554,7 +559,7 @@ def test_cheap_checks_run_at_parse_time(state_dict, tmp_path):
     format passes; a shape that does not match its offsets and a truncated torch zip are only
     found when loading."""
     kinds = ["empty", "csv", "readme", "safetensors-data", "safetensors-header"]
-    kinds += ["safetensors-json", "safetensors-shape", "torch-zip"]
+    kinds += ["safetensors-json", "safetensors-deep", "safetensors-shape", "torch-zip"]
     config = {"checkpoints": {k: corrupt(tmp_path, k).name for k in kinds}}
     fmts = ["safetensors", "torch", "torch-legacy", "torch-nested"]
     config["checkpoints"] |= {f: save(state_dict, tmp_path / f"{f}.w", f).name for f in fmts}

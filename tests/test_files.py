@@ -282,3 +282,12 @@ def test_a_csv_is_checked_against_the_parquet_table_beside_it(tmp_path, table):
     (tmp_path / "t.parquet").unlink()  # without a twin: its ending only
     csv_path.write_text(whole[: whole.rstrip("\n").rindex("\n") + 1])
     assert file_problem(csv_path) is None
+
+
+def test_a_safetensors_header_nested_past_the_recursion_limit_is_damage(tmp_path):
+    """A JSON header of 100 000 nested lists: named as unreadable, no RecursionError (the
+    damage check and checkpoints.py read headers with safetensors_header)."""
+    header = b'{"w": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header)
+    assert file_problem(path).startswith("unreadable header (RecursionError")

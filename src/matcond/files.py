@@ -179,7 +179,7 @@ def safetensors_header(path: Path) -> dict | str:
             header = json.loads(fh.read(length))
             tensors = [t for k, t in header.items() if k != "__metadata__"]
             end = max((t["data_offsets"][1] for t in tensors), default=0)
-        except (ValueError, TypeError, LookupError, AttributeError) as err:
+        except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as err:
             return f"unreadable header ({type(err).__name__}: {err})"
     if 8 + length + end != size:
         return f"its header places {end} bytes of tensor data, the file holds {size - 8 - length}"
@@ -210,7 +210,7 @@ def read_manifest(path: str | Path) -> dict:
         manifest["block"]["spec"], manifest["block"]["seeds"]
         for record in manifest["trials"].values():
             record["diverged_epoch"], record["files"].items()
-    except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as err:
+    except (ValueError, TypeError, LookupError, AttributeError) as err:
         raise DamagedFileError(
             path, f"not a block manifest ({type(err).__name__}: {err})"
         ) from None
