@@ -230,6 +230,10 @@ def test_a_table_computed_with_other_settings_is_damage(tmp_path, table):
     assert found == {path: "computed with other settings (sweep.widths)"}
     write_parquet(table, path)
     assert "no settings" in damaged_files(results, {}, [output], {output: old})[path]
+    for stored in ("{", "[" * 100_000, "[1, 2]"):  # damaged settings: named, no crash
+        write_parquet(table, path, {SETTINGS_KEY: stored})
+        found = damaged_files(results, {}, [output], {output: old})[path]
+        assert found.startswith("unreadable settings in its metadata"), found
 
 
 def test_a_foreign_spec_is_damage_not_a_crash(tmp_path, spec, table):

@@ -20,6 +20,7 @@ from pathlib import Path
 from matcond.files import (
     SETTINGS_KEY,
     TABLE_KEY,
+    UNREADABLE,
     DamagedFileError,
     changed_settings,
     file_record,
@@ -41,7 +42,10 @@ def settings_problem(path: Path, settings_json: str) -> str | None:
     stored = footer.get(SETTINGS_KEY.encode())
     if stored is None:
         return "no settings in its metadata (written by an older version)"
-    return changed_settings(json.loads(stored), json.loads(settings_json))
+    try:
+        return changed_settings(json.loads(stored), json.loads(settings_json))
+    except UNREADABLE as err:
+        return f"unreadable settings in its metadata ({type(err).__name__}: {err})"
 
 
 def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:

@@ -32,6 +32,9 @@ TABLE_KEY = "matcond.table"  # the file name a table was written as (parquet met
 # A trial's weights: {"spec": ..., "sha256": ...} under one key (safetensors writes its
 # metadata from a hash map: two keys would come out in either order, and the bytes differ).
 WEIGHTS_KEY = "matcond"
+# What parsing a damaged file's JSON (header, manifest, stored spec) can raise: a syntax error,
+# values of the wrong type or shape, nesting past Python's recursion limit.
+UNREADABLE = (ValueError, TypeError, LookupError, AttributeError, RecursionError)
 
 
 def weights_metadata(spec: Mapping, digest: str) -> dict[str, str]:
@@ -42,7 +45,7 @@ def weights_metadata(spec: Mapping, digest: str) -> dict[str, str]:
 def _stored_weights_record(metadata: Mapping[str, str] | None) -> dict:
     try:
         return json.loads((metadata or {})[WEIGHTS_KEY])
-    except (KeyError, ValueError):
+    except UNREADABLE:
         return {}
 
 
@@ -134,7 +137,7 @@ def _spec_problem(stored: str | None, path: str | Path, root: Path) -> str | Non
     expected = trial_path(path, root)
     try:
         found = Trial(json.dumps(json.loads(stored), sort_keys=True)).path
-    except (ValueError, TypeError, LookupError) as err:
+    except UNREADABLE as err:
         return f"unreadable trial spec in its metadata ({type(err).__name__}: {err})"
     if found != expected:
         return f"holds the trial {found}, not {expected}"
@@ -179,7 +182,7 @@ def safetensors_header(path: Path) -> dict | str:
             header = json.loads(fh.read(length))
             tensors = [t for k, t in header.items() if k != "__metadata__"]
             end = max((t["data_offsets"][1] for t in tensors), default=0)
-        except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as err:
+        except UNREADABLE as err:
             return f"unreadable header ({type(err).__name__}: {err})"
     if 8 + length + end != size:
         return f"its header places {end} bytes of tensor data, the file holds {size - 8 - length}"
@@ -210,7 +213,7 @@ def read_manifest(path: str | Path) -> dict:
         manifest["block"]["spec"], manifest["block"]["seeds"]
         for record in manifest["trials"].values():
             record["diverged_epoch"], record["files"].items()
-    except (ValueError, TypeError, LookupError, AttributeError) as err:
+    except UNREADABLE as err:
         raise DamagedFileError(
             path, f"not a block manifest ({type(err).__name__}: {err})"
         ) from None
