@@ -253,3 +253,23 @@ def test_a_dimension_beyond_this_machines_memory_stops_before_any_job(tmp_path):
         in out
     )
     assert not (tmp_path / "results" / "trials").exists()
+
+
+def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
+    """40 levels of two aliases each (2^40 leaves if walked as a tree) under a key the schema
+    does not know: the key is named; the finite-number check visits each node once. Run in a
+    child process so that a walk of the tree fails the test instead of hanging it."""
+    levels = ["l0: &l0 [1.0, 2.0]"]
+    levels += [f"l{i}: &l{i} [*l{i - 1}, *l{i - 1}]" for i in range(1, 40)]
+    text = "experiments: {e: {seeds: 1}}\nbomb:\n" + "".join(f"  {line}\n" for line in levels)
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    code = (
+        "import sys; from matcond.config import ConfigError, load_yaml, validate_config\n"
+        f"try: validate_config(load_yaml({str(path)!r}))\n"
+        "except ConfigError as err: print(err)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "bomb" in proc.stdout and "Additional properties" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )

@@ -91,18 +91,21 @@ def load_yaml(path: str | Path) -> Any:
         raise ConfigError(f"{path}: {err}") from None
 
 
-def check_finite(value: Any, where: str = "") -> None:
-    """Raise ConfigError naming the key of the first NaN or infinite number in ``value``."""
+def check_finite(value: Any, where: str = "", _seen: set[int] | None = None) -> None:
+    """Raise ConfigError naming the key of the first NaN or infinite number in ``value``.
+    A mapping or list reached again (a YAML alias) is checked once: nested aliases, each
+    used many times, are a few nodes, not billions."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"config key {where or '(top level)'}: {value} is not a finite number")
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
+    if not isinstance(value, (dict, list)):
         return
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    items = value.items() if isinstance(value, dict) else enumerate(value)
     for key, item in items:
-        check_finite(item, f"{where}.{key}" if where else str(key))
+        check_finite(item, f"{where}.{key}" if where else str(key), seen)
 
 
 def _key_path(error) -> str:
