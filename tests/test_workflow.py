@@ -358,3 +358,24 @@ def test_no_figure_has_a_layout_problem(finished):
     }
     assert len(problems) == len(FIGURES)
     assert {name: found for name, found in problems.items() if found} == {}
+
+
+def test_every_figure_draws_without_the_papers_values(finished, tmp_path):
+    """A claims file with no value claims on a figure's tables (a user's own) gives the plot
+    job an empty table of papers' values: every figure still draws, from the small run's
+    tables."""
+    from matcond.figures import FIGURES as DRAW
+    from matcond.figures.style import PAPER_VALUES
+    from matcond.files import read_parquet
+
+    results = finished / "results"
+    for name, figure in FIGURES.items():
+        names = [*figure.experiments, *figure.optional, *figure.tables]
+        tables = {n: results / "tables" / f"{n}.parquet" for n in names}
+        tables |= {
+            f"{n}_per_trial": results / "per_trial" / f"{n}.parquet" for n in figure.per_trial
+        }
+        tables = {n: read_parquet(p) for n, p in tables.items() if p.exists()}
+        tables[PAPER_VALUES] = pd.DataFrame([])
+        DRAW[name](tables, str(tmp_path / f"{name}.png"), str(tmp_path / f"{name}.pdf"))
+        assert (tmp_path / f"{name}.png").stat().st_size > 1000, name

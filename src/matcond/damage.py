@@ -130,7 +130,8 @@ def _csv_problem(path: Path) -> str | None:
         return problem
     twin = path.with_suffix(".parquet")
     try:
-        columns, rows = pq.read_schema(twin).names, pq.read_metadata(twin).num_rows
+        footer = pq.read_metadata(twin)
+        columns, rows = footer.schema.to_arrow_schema().names, footer.num_rows
     except (OSError, ValueError):
         return None  # no twin, or a damaged one, which its own check names
     with open(path, newline="") as fh:

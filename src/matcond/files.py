@@ -78,8 +78,8 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Non
 def write_parquet(
     table: pd.DataFrame, path: str | Path, metadata: Mapping[str, str] | None = None
 ) -> None:
-    """Write ``table`` as parquet with page checksums (atomically), ``metadata`` and where it
-    is written (:data:`TABLE_KEY`, :func:`table_identity`) in its footer."""
+    """Write ``table`` as parquet with page checksums (atomically), ``metadata`` and the file
+    name it is written as (:data:`TABLE_KEY`, :func:`table_identity`) in its footer."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -330,13 +330,20 @@ def swept_json(wildcards):
     return json.dumps(swept_settings(config["experiments"][wildcards.experiment]))
 
 
-def figure_tables(wildcards):
-    """The tables a figure draws, by name: its experiments', the configured optional ones',
-    and its derived tables."""
-    figure = FIGURES[wildcards.figure]
+def figure_table_names(figure):
+    """The tables a figure draws: its experiments', the configured optional ones', and its
+    derived tables."""
     optional = [e for e in figure.optional if e in TRIALS]
-    names = [*figure.experiments, *optional, *figure.tables]
-    tables = {name: f"results/tables/{name}.parquet" for name in names}
+    return [*figure.experiments, *optional, *figure.tables]
+
+
+def figure_tables(wildcards):
+    """The tables a figure draws, by name (:func:`figure_table_names`, and the per-trial
+    tables it reads)."""
+    figure = FIGURES[wildcards.figure]
+    tables = {
+        name: f"results/tables/{name}.parquet" for name in figure_table_names(figure)
+    }
     for name in figure.per_trial:
         tables[f"{name}_per_trial"] = f"results/per_trial/{name}.parquet"
     return tables
@@ -344,9 +351,8 @@ def figure_tables(wildcards):
 
 def figure_paper_values(wildcards):
     """The papers' values the figure marks (matcond.claims_check.paper_values), as JSON."""
-    figure = FIGURES[wildcards.figure]
-    tables = [*figure.experiments, *figure.optional, *figure.tables]
-    return json.dumps(paper_values(claims_yaml(), tables))
+    names = figure_table_names(FIGURES[wildcards.figure])
+    return json.dumps(paper_values(claims_yaml(), names))
 
 
 def figure_category(wildcards):

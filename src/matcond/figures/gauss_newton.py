@@ -265,7 +265,7 @@ def gn_fig21_residual_vs_linear(tables: Tables, png: str, pdf: str) -> None:
             ax.set_xlabel("depth L")
             ax.set_ylabel("κ(residual) / κ(linear)")
             ax.set_title(f"{BETA_LABELS[rule]}; {_data_label(rows)}", fontsize=8)
-    for ax in axes.flat:
+    for ax in axes.flat[1:]:
         ax.sharey(axes.flat[0])
     fig.suptitle(
         f"Residual vs linear on the same weights, paired by seed, m = {table['width'].iloc[0]} "

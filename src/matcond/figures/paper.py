@@ -220,12 +220,11 @@ def fig7_depth(tables: Tables, png: str, pdf: str) -> None:
     linear = last["model"].isin(["linear", "deep_linear"])
     order = last.assign(linear=~linear).sort_values(["linear", "layers", "model"])
     arms = {a: a for a in dict.fromkeys(order["arm"])}
-    paper = paper_rows(tables, ["exp7_depth"], field=None)
     fig, ((left, middle, right),) = figure(3, width=5)
     product = last[last["matrix"] == "product"]
     for ax, component in ((left, "condition_number"), (right, "overall")):
         drawn = interval_points(ax, product[product["component"] == component], "arm", arms)
-        mark_paper(ax, paper[paper["field"] == "error"], drawn, "position")
+        mark_paper(ax, paper_rows(tables, ["exp7_depth"]), drawn, "position")
     error_axis(left, "relative error (median, 95% CI)")
     left.set_title("condition number of the product")
     error_axis(right, "relative error (mean, 95% CI)")
@@ -240,7 +239,7 @@ def fig7_depth(tables: Tables, png: str, pdf: str) -> None:
         hue="matrix",
         labels={m: f"{m} (trained)" for m in matrices},
     )
-    mark_paper(middle, paper[paper["field"] == "trained"], drawn, "position")
+    mark_paper(middle, paper_rows(tables, ["exp7_depth"], field="trained"), drawn, "position")
     middle.axhline(
         float(kappas.loc[kappas["matrix"] == "product", "target_mean"].iloc[0]),
         color="black",

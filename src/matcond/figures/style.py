@@ -356,10 +356,10 @@ def median_line(
     ax.fill_between(xs, low, high, color=color, alpha=0.15, linewidth=0)
 
 
-def spread_label(rows: pd.DataFrame, by: str = "seed") -> str:
+def spread_label(rows: pd.DataFrame) -> str:
     """What a figure's bands are: a 95 % interval, or the values themselves (fewer than
-    :data:`MIN_INTERVAL_N` distinct ``by`` per point)."""
-    if rows[by].nunique() >= MIN_INTERVAL_N:
+    :data:`MIN_INTERVAL_N` seeds per point)."""
+    if rows["seed"].nunique() >= MIN_INTERVAL_N:
         return "median, 95% CI"
     return "median and each seed"
 
