@@ -75,15 +75,21 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Non
         tmp.unlink(missing_ok=True)
 
 
-def write_parquet(
-    table: pd.DataFrame, path: str | Path, metadata: Mapping[str, str] | None = None
-) -> None:
-    """Write ``table`` as parquet with page checksums (atomically), ``metadata`` and the file
-    name it is written as (:data:`TABLE_KEY`, :func:`table_identity`) in its footer."""
+def arrow_table(table: pd.DataFrame):
+    """``table`` as the arrow table :func:`write_parquet` writes (no index column)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(table, preserve_index=False)
+
+
+def write_parquet(table, path: str | Path, metadata: Mapping[str, str] | None = None) -> None:
+    """Write ``table`` (pandas, or arrow from :func:`arrow_table`) as parquet with page
+    checksums (atomically), ``metadata`` and the file name it is written as
+    (:data:`TABLE_KEY`, :func:`table_identity`) in its footer."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    arrow = table if isinstance(table, pa.Table) else arrow_table(table)
     metadata = {TABLE_KEY: table_identity(path), **(metadata or {})}
     extra = {k.encode(): v.encode() for k, v in metadata.items()}
     arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra})

@@ -27,6 +27,7 @@ from matcond.components import compare, singular_values
 from matcond.execution.devices import claim_device
 from matcond.files import (
     SPEC_KEY,
+    arrow_table,
     file_record,
     replace_atomically,
     weights_digest,
@@ -108,43 +109,60 @@ class _TrialRecorder:
             spectrum = _spectrum_rows(matrices["product"], target_s, gradient)
             self.rows.extend(("product", epoch, *row, loss) for row in spectrum)
 
-    def result(self, outcome: TrainingOutcome) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-        """The trial's tidy table and its weights by ``{stage}.{matrix}``."""
-        table = pd.DataFrame(self.rows, columns=RESULT_COLUMNS[:7])
+    def result(self, outcome: TrainingOutcome) -> tuple[dict[str, list], dict[str, np.ndarray]]:
+        """The trial's tidy table as columns, and its weights by ``{stage}.{matrix}``."""
+        n = len(self.rows)
+        recorded = list(zip(*self.rows, strict=True)) or [()] * 7
+        columns = {k: [v] * n for k, v in _settings_columns(self.spec).items()}
+        columns |= {k: list(v) for k, v in zip(RESULT_COLUMNS[:7], recorded, strict=True)}
         if outcome.diverged:  # nothing a diverged net computes is comparable, finite or not
-            table.loc[table["epoch"] >= outcome.diverged_epoch, ["trained", "error"]] = np.nan
-        table["diverged"] = outcome.diverged
-        table["diverged_epoch"] = pd.array([outcome.diverged_epoch] * len(table), dtype="Int64")
-        settings = pd.DataFrame([_settings_columns(self.spec)] * len(table))
-        table = pd.concat([settings, table], axis=1)
+            after = np.asarray(columns["epoch"]) >= outcome.diverged_epoch
+            for name in ("trained", "error"):
+                columns[name] = list(np.where(after, np.nan, np.asarray(columns[name], float)))
+        columns["diverged"] = [outcome.diverged] * n
+        columns["diverged_epoch"] = [outcome.diverged_epoch] * n
         stages = self.stages | {"initial": outcome.initial, "final": outcome.final}
         weights = {f"{st}.{name}": w for st, mats in stages.items() for name, w in mats.items()}
-        return table, weights
+        return columns, weights
 
 
 def run_trials(
     specs: list[dict], device: torch.device
-) -> list[tuple[pd.DataFrame, dict[str, np.ndarray]]]:
+) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
     """Train the trials of one setting side by side (matcond.training.train) and compare every
     recorded matrix with its target.
 
-    Returns, per spec, the tidy table and the weights to save, keyed ``{stage}.{matrix}`` with
-    stage ``target``, ``initial``, ``final`` and, with ``save_recorded_weights``, ``epoch{e}``
-    for every recorded epoch ``e``.
+    Returns the trials' tidy tables as one, each trial's rows together in the order of
+    ``specs`` (:func:`trial_rows`), and per spec the weights to save, keyed
+    ``{stage}.{matrix}`` with stage ``target``, ``initial``, ``final`` and, with
+    ``save_recorded_weights``, ``epoch{e}`` for every recorded epoch ``e``. One table for all:
+    building and converting a table costs per column far more than per row.
     """
     recorders = [_TrialRecorder(spec) for spec in specs]
     targets = [r.targets for r in recorders]
     outcomes = train(specs, targets, device, lambda i, *args: recorders[i].record(*args))
-    return [r.result(o) for r, o in zip(recorders, outcomes, strict=True)]
+    results = [r.result(o) for r, o in zip(recorders, outcomes, strict=True)]
+    columns = {k: [v for trial, _ in results for v in trial[k]] for k in results[0][0]}
+    columns["diverged_epoch"] = pd.array(columns["diverged_epoch"], dtype="Int64")
+    return pd.DataFrame(columns), [weights for _, weights in results]
 
 
 def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One trial alone: :func:`run_trials` of ``[spec]``."""
-    return run_trials([spec], device)[0]
+    table, weights = run_trials([spec], device)
+    return table, weights[0]
 
 
-def write_table(table: pd.DataFrame, spec: dict, path: str | Path) -> None:
-    """Write the tidy table as checksummed parquet (atomically), the spec in its metadata."""
+def trial_rows(seeds: np.ndarray, seed: int) -> slice:
+    """Where the trial with ``seed`` is in a table of :func:`run_trials` whose ``seed`` column
+    is ``seeds`` (its rows are contiguous)."""
+    rows = np.flatnonzero(seeds == seed)
+    return slice(int(rows[0]), int(rows[-1]) + 1)
+
+
+def write_table(table, spec: dict, path: str | Path) -> None:
+    """Write the tidy table (pandas or arrow) as checksummed parquet (atomically), the spec in
+    its metadata."""
     write_parquet(table, path, {SPEC_KEY: json.dumps(spec, sort_keys=True)})
 
 
@@ -218,16 +236,19 @@ def run_block_job(
         for first in range(0, len(seeds), size):
             specs = [trial_spec(block["spec"], seed) for seed in seeds[first : first + size]]
             compute_start = time.perf_counter()
-            results = run_trials(specs, torch_device)
+            table, weights = run_trials(specs, torch_device)
             compute += time.perf_counter() - compute_start
-            for spec, (table, weights) in zip(specs, results, strict=True):
-                seed = spec["seed"]
+            arrow, seeds_column = arrow_table(table), table["seed"].to_numpy()
+            for spec, trial_weights in zip(specs, weights, strict=True):
+                seed, rows = spec["seed"], trial_rows(seeds_column, spec["seed"])
                 files = [f"seed{seed}.parquet"]
-                write_table(table, spec, directory / files[0])
+                write_table(
+                    arrow.slice(rows.start, rows.stop - rows.start), spec, directory / files[0]
+                )
                 if seed in block["save_weights"]:
                     files.append(f"seed{seed}.safetensors")
-                    write_weights(weights, spec, directory / files[1])
-                epoch = table["diverged_epoch"].iloc[0]
+                    write_weights(trial_weights, spec, directory / files[1])
+                epoch = table["diverged_epoch"].iloc[rows.start]
                 records[f"seed{seed}"] = {
                     "diverged_epoch": None if pd.isna(epoch) else int(epoch),
                     "files": {name: file_record(directory / name) for name in files},
