@@ -21,14 +21,24 @@ def device_of(*arrays: ArrayLike | Sequence[ArrayLike] | None) -> torch.device:
     return torch.device("cpu")
 
 
-def as_float64(array: ArrayLike, device: torch.device) -> torch.Tensor:
-    """A detached float64 copy (or view) of ``array`` on ``device``."""
-    return torch.as_tensor(array).detach().to(device=device, dtype=torch.float64)
+def as_float64(array: ArrayLike, device: torch.device, name: str | None = None) -> torch.Tensor:
+    """A detached float64 copy (or view) of ``array`` on ``device``. With ``name`` (a user's
+    input), non-finite entries are a ValueError that names it."""
+    tensor = torch.as_tensor(array).detach().to(device=device, dtype=torch.float64)
+    if name is not None and not bool(torch.isfinite(tensor).all()):
+        bad = int((~torch.isfinite(tensor)).sum())
+        raise ValueError(f"{name} has {bad} non-finite entries (NaN or inf) of {tensor.numel()}")
+    return tensor
 
 
-def as_float64_list(arrays: Sequence[ArrayLike], device: torch.device) -> list[torch.Tensor]:
-    """:func:`as_float64` applied to every array of a sequence."""
-    return [as_float64(array, device) for array in arrays]
+def as_float64_list(
+    arrays: Sequence[ArrayLike], device: torch.device, name: str | None = None
+) -> list[torch.Tensor]:
+    """:func:`as_float64` applied to every array of a sequence (named ``name[i]``)."""
+    return [
+        as_float64(array, device, None if name is None else f"{name}[{i}]")
+        for i, array in enumerate(arrays)
+    ]
 
 
 def matrix_rank(matrix: torch.Tensor) -> int:

@@ -167,10 +167,10 @@ def lemma2_bound(
     products, 0 when rank deficient), and ``kappa_sigma``.
     """
     device = device_of(weights, x, sigma)
-    mats = as_float64_list(weights, device)
+    mats = as_float64_list(weights, device, "weights")
     cov = input_covariance(
-        None if x is None else as_float64(x, device),
-        sigma=None if sigma is None else as_float64(sigma, device),
+        None if x is None else as_float64(x, device, "x"),
+        sigma=None if sigma is None else as_float64(sigma, device, "sigma"),
     )
     return _deep_bound("lemma2", mats, cov.kappa, form)
 
@@ -186,10 +186,10 @@ def lemma1_bound(
     if len(weights) != 2:
         raise ValueError("Lemma 1 is for one hidden layer: weights [V, W]")
     device = device_of(weights, x, sigma)
-    v, w = as_float64_list(weights, device)
+    v, w = as_float64_list(weights, device, "weights")
     cov = input_covariance(
-        None if x is None else as_float64(x, device),
-        sigma=None if sigma is None else as_float64(sigma, device),
+        None if x is None else as_float64(x, device, "x"),
+        sigma=None if sigma is None else as_float64(sigma, device, "sigma"),
     )
     w_max, w_min = squared_extremes(w, "rows")
     v_max, v_min = squared_extremes(v, "cols")
@@ -236,8 +236,8 @@ def leaky_relu_bound(weights: Sequence[ArrayLike], x: ArrayLike, alpha: float) -
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"the leaky-ReLU slope must lie in [0, 1], got {alpha}")
     device = device_of(weights, x)
-    v, w = as_float64_list(weights, device)
-    samples = as_float64(x, device)
+    v, w = as_float64_list(weights, device, "weights")
+    samples = as_float64(x, device, "x")
     hidden = activation_pattern(v, samples, alpha) * (samples @ v.T)
     x_max, x_min = squared_extremes(samples, "rows")
     w_max, w_min = squared_extremes(w, "rows")

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 import torch
 
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, device_of, symmetric
-from matcond.gauss_newton.spectrum import EPS
+from matcond.gauss_newton.spectrum import EPS, TOLERANCE
+
+# sigma - sigma^T may hold rounding of a computed X^T X / n, not more
+SYMMETRY_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def input_covariance(
         raise ValueError("give exactly one of x (samples) and sigma (covariance)")
     device = device_of(x, sigma)
     if x is not None:
-        samples = as_float64(x, device)
+        samples = as_float64(x, device, "x")
         if samples.ndim != 2:
             raise ValueError(f"x must be n x d, got shape {tuple(samples.shape)}")
         _, svals, vh = torch.linalg.svd(samples, full_matrices=False)
@@ -83,10 +86,17 @@ def input_covariance(
         eigenvalues = svals[keep] ** 2 / samples.shape[0]
         basis = vh[keep].T
     else:
-        cov = as_float64(sigma, device)
+        cov = as_float64(sigma, device, "sigma")
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
             raise ValueError(f"sigma must be square, got shape {tuple(cov.shape)}")
+        scale = float(torch.linalg.norm(cov))
+        if float(torch.linalg.norm(cov - cov.T)) > SYMMETRY_RTOL * scale:
+            raise ValueError("sigma is not symmetric: a covariance must be")
         values, vectors = torch.linalg.eigh(symmetric(cov))
+        if float(values.min()) < -cov.shape[0] * EPS * TOLERANCE * float(values.abs().max()):
+            raise ValueError(
+                f"sigma is not positive semi-definite (eigenvalue {float(values.min()):.3g})"
+            )
         keep = values > cov.shape[0] * EPS * values.max()
         eigenvalues, basis = values[keep].flip(0), vectors[:, keep].flip(1)
     if eigenvalues.numel() == 0:

@@ -23,8 +23,8 @@ from matcond.gauss_newton.spectrum import GNSpectrum, spectrum_from_factor
 
 def _residuals(weights: list[ArrayLike], x: ArrayLike, y: ArrayLike):
     device = device_of(weights, x, y)
-    v, w = as_float64_list(weights, device)
-    x, y = as_float64(x, device), as_float64(y, device)
+    v, w = as_float64_list(weights, device, "weights")
+    x, y = as_float64(x, device, "x"), as_float64(y, device, "y")
     outputs = x @ v.T @ w.T
     return outputs - y, x, max(float(outputs.abs().max()), float(y.abs().max()))
 
@@ -53,8 +53,8 @@ def functional_hessian_matrix(weights: list[ArrayLike], x: ArrayLike, y: ArrayLi
     """Dense ``H_F`` (``p x p``, parameters ``V`` then ``W``, row-major) by autodiff: the loss
     Hessian minus the GN matrix ``J^T J / n``."""
     device = device_of(weights, x, y)
-    v, w = as_float64_list(weights, device)
-    x, y = as_float64(x, device), as_float64(y, device)
+    v, w = as_float64_list(weights, device, "weights")
+    x, y = as_float64(x, device, "x"), as_float64(y, device, "y")
     split = v.numel()
 
     def outputs(theta: torch.Tensor) -> torch.Tensor:

@@ -48,8 +48,8 @@ def _inputs(
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"the leaky-ReLU slope must lie in [0, 1], got {alpha}")
     device = device_of(weights, x)
-    v, w = as_float64_list(weights, device)
-    samples = as_float64(x, device)
+    v, w = as_float64_list(weights, device, "weights")
+    samples = as_float64(x, device, "x")
     if v.shape[1] != samples.shape[1] or w.shape[1] != v.shape[0]:
         raise ValueError(f"shapes V {tuple(v.shape)}, W {tuple(w.shape)}, x {tuple(samples.shape)}")
     return v, w, samples

@@ -60,6 +60,7 @@ from matcond.gauss_newton.solvers import (
 )
 from matcond.gauss_newton.spectrum import (
     GNSpectrum,
+    check_rank,
     gap_ratio,
     gram_floor,
     pseudo_kappa,
@@ -203,14 +204,17 @@ def linear_gn_structure(
 ) -> LinearGNStructure:
     """Factor a deep linear network's GN matrix; data as samples ``x`` (``n x d``) or ``sigma``."""
     device = device_of(weights, x, sigma)
-    mats = as_float64_list(weights, device)
+    mats = as_float64_list(weights, device, "weights")
     cov = input_covariance(
-        None if x is None else as_float64(x, device),
-        sigma=None if sigma is None else as_float64(sigma, device),
+        None if x is None else as_float64(x, device, "x"),
+        sigma=None if sigma is None else as_float64(sigma, device, "sigma"),
     )
     if mats[0].shape[1] != cov.dim:
         raise ValueError(f"W_1 takes {mats[0].shape[1]} inputs but the data have {cov.dim}")
     outer, inner = partial_products(mats)
+    # the GN matrix holds the products' Gram matrices: their entries must fit in float64
+    if not all(bool(torch.isfinite(p.abs().max() ** 2 * max(p.shape))) for p in outer + inner):
+        raise ValueError("the products of the weights overflow float64: scale the weights down")
     return LinearGNStructure(outer=outer, inner=inner, cov=cov)
 
 
@@ -284,6 +288,7 @@ def _lanczos(structure: LinearGNStructure, start: float, solver: str, tol: float
     e_basis, f_basis, mask = structure.staircase()
     rotated = structure.operator().congruence(e_basis, f_basis)
     rank = int(mask.sum())
+    check_rank(rank, structure.kron_dim)
     device = e_basis.device
     solve = lanczos_extremes if solver == "lanczos" else arpack_extremes
     found: Extremes = solve(restricted_matmat(rotated, mask), rank, device, tol)

@@ -52,7 +52,7 @@ def network_jacobian(model: nn.Module, x: ArrayLike) -> torch.Tensor:
         name: b.detach().to(torch.float64) if b.is_floating_point() else b
         for name, b in model.named_buffers()
     }
-    samples = as_float64(x, device)
+    samples = as_float64(x, device, "x")
 
     def single(parameters: dict[str, torch.Tensor], sample: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, (parameters, buffers), (sample.unsqueeze(0),))

@@ -19,7 +19,7 @@ from matcond.gauss_newton.spectrum import GNSpectrum
 
 def residual_weights(weights: Sequence[ArrayLike], beta: float) -> list[torch.Tensor]:
     """The shifted weights ``W_l + beta * eye(a_l, a_{l-1})`` (float64)."""
-    mats = as_float64_list(weights, device_of(weights))
+    mats = as_float64_list(weights, device_of(weights), "weights")
     return [w + beta * torch.eye(*w.shape, dtype=w.dtype, device=w.device) for w in mats]
 
 

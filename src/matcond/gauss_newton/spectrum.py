@@ -44,6 +44,12 @@ EPS = float(torch.finfo(torch.float64).eps)
 TOLERANCE = 100.0
 
 
+def check_rank(rank: int, dim: int) -> None:
+    """ValueError unless ``0 < rank <= dim``: a zero GN matrix has no condition number."""
+    if not 0 < rank <= dim:
+        raise ValueError(f"rank {rank} is not in 1..{dim}: the GN matrix is zero or misshapen")
+
+
 @dataclass(frozen=True)
 class GNSpectrum:
     """Extreme nonzero eigenvalues of a GN matrix, how they were obtained, how far they hold.
@@ -156,8 +162,7 @@ def spectrum_from_eigenvalues(
     agrees = None if rank is None else rank == tolerance_rank
     if rank is None:
         rank = tolerance_rank
-    if not 0 < rank <= dim:
-        raise ValueError(f"rank {rank} is not in 1..{dim}: the GN matrix is zero or misshapen")
+    check_rank(rank, dim)
     lam_min = float(values[rank - 1])
     gap = math.inf if rank == dim else gap_ratio(lam_min, float(values[rank]))
     return GNSpectrum(
