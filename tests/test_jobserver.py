@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from matcond.execution.jobserver import (
     REQUEST_SECONDS,
     SERVED_BY,
     SERVER_THREADS,
+    SOCKET,
     STARTUP_SECONDS,
     JobServer,
     execute,
@@ -414,3 +416,44 @@ def test_the_server_starts_its_blas_on_one_thread(server):
     environment = psutil.Process(server.process.pid).environ()
     assert {k: environment.get(k) for k in SERVER_THREADS} == SERVER_THREADS
     assert set(SERVER_THREADS.values()) == {"1"}
+
+
+@pytest.mark.parametrize("server", [True, False])
+def test_a_run_never_sends_its_jobs_to_an_inherited_server(tmp_path, server):
+    """A stale $MATCOND_JOB_SERVER in the environment (another workflow's live server) gets no
+    job of this run, with the run's own server and without one (`job_server: false`): the
+    listener there accepts no connection, and the run trains its trials itself."""
+    directory = Path(tempfile.mkdtemp(prefix="stale-"))  # short: a socket path has <= 107 bytes
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(directory / SOCKET))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    connections = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            try:
+                connections.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    config = {"defaults": {"epochs": 2, "dim": 4}, "job_server": server, "experiments": {}}
+    config["experiments"]["exp1_dimension"] = {"seeds": 1, "grid": {"dim": [4]}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake = Path(sys.executable).with_name("snakemake")
+    cmd = [snakemake, "-s", REPO / "Snakefile", "--directory", tmp_path, "--cores", "1"]
+    cmd += ["--configfile", tmp_path / "config.yaml", "--until", "train"]
+    env = {**os.environ, ADDRESS_ENV: str(directory / SOCKET)}
+    try:
+        run = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=env)
+    finally:
+        done.set()
+        thread.join(timeout=5)
+        listener.close()
+        shutil.rmtree(directory, ignore_errors=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert connections == []
+    assert list((tmp_path / "results" / "trials").rglob("seed0.parquet"))
