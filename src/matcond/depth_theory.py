@@ -26,20 +26,24 @@ from collections.abc import Sequence
 import torch
 
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, as_float64_list, device_of
+from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.linear import partial_products
 
-Grams = list[tuple[torch.Tensor, torch.Tensor]]
+
+def flow_kronecker(layers: Sequence[ArrayLike], sigma: ArrayLike | None = None) -> KroneckerSum:
+    """``K = sum_l (A_l A_l^T) (x) (C_l^T C_l Sigma)`` of the layers ``[W_1, ..., W_L]``, matrix
+    free (row-major ``vec`` of the error; ``sigma`` None: identity), in float64."""
+    device = device_of(layers)
+    outer, inner = partial_products(as_float64_list(layers, device))
+    right = [c.T @ c for c in inner]
+    if sigma is not None:
+        cov = as_float64(sigma, device)
+        right = [gram @ cov for gram in right]
+    return KroneckerSum([a @ a.T for a in outer], right)
 
 
-def grams(layers: Sequence[ArrayLike]) -> Grams:
-    """``[(A_l A_l^T, C_l^T C_l) for l = 1..L]`` of the layers ``[W_1, ..., W_L]``, float64."""
-    outer, inner = partial_products(as_float64_list(layers, device_of(layers)))
-    return [(a @ a.T, c.T @ c) for a, c in zip(outer, inner, strict=True)]
-
-
-def _apply(pairs: Grams, error: torch.Tensor, sigma: torch.Tensor | None) -> torch.Tensor:
-    right = error if sigma is None else error @ sigma
-    return sum(a @ right @ c for a, c in pairs)
+def _applied(operator: KroneckerSum, error: torch.Tensor) -> torch.Tensor:
+    return operator.matmat(error.reshape(-1)).reshape(error.shape)
 
 
 def flow(
@@ -47,19 +51,12 @@ def flow(
 ) -> torch.Tensor:
     """``K(E) = sum_l (A_l A_l^T) E Sigma (C_l^T C_l)``: minus the first-order change of the
     product per unit step of gradient descent on every layer (``sigma`` None: identity)."""
-    device = device_of(layers)
-    cov = None if sigma is None else as_float64(sigma, device)
-    return _apply(grams(layers), as_float64(error, device), cov)
+    return _applied(flow_kronecker(layers, sigma), as_float64(error, device_of(layers)))
 
 
 def flow_operator(layers: Sequence[ArrayLike], sigma: ArrayLike | None = None) -> torch.Tensor:
     """The matrix of :func:`flow` on the row-major ``vec`` of the error (``kd x kd``)."""
-    pairs = grams(layers)
-    dim = pairs[0][1].shape[0]
-    cov = torch.eye(dim, dtype=torch.float64, device=pairs[0][1].device)
-    if sigma is not None:
-        cov = as_float64(sigma, cov.device)
-    return sum(torch.kron(a, c @ cov) for a, c in pairs)
+    return flow_kronecker(layers, sigma).dense()
 
 
 def predicted_error(
@@ -71,13 +68,11 @@ def predicted_error(
     """The error ``P - W*`` after linearised gradient descent from ``error``: for each
     ``(layers, steps)`` in ``stretches``, ``steps`` steps ``E <- E - lr K(E)`` with the
     operator of ``layers`` held fixed."""
-    device = device_of(stretches[0][0])
-    error = as_float64(error, device)
-    cov = None if sigma is None else as_float64(sigma, device)
+    error = as_float64(error, device_of(stretches[0][0]))
     for layers, steps in stretches:
-        pairs = grams(layers)
+        operator = flow_kronecker(layers, sigma)
         for _ in range(steps):
-            error = error - lr * _apply(pairs, error, cov)
+            error = error - lr * _applied(operator, error)
     return error
 
 
