@@ -169,11 +169,11 @@ def test_trials_that_stop_early_leave_the_others_unchanged(spec, changes):
     alone = [run_trial(s, CPU) for s in specs]
     epochs = set(together.groupby("seed")["diverged_epoch"].first())
     assert len(epochs) >= 2  # the trials stop at different epochs (or some never do)
-    seeds = together["seed"].to_numpy()
+    where = trial_rows(together["seed"].to_numpy())
     for spec, weights, (table_alone, weights_alone) in zip(
         specs, together_weights, alone, strict=True
     ):
-        table = together.iloc[trial_rows(seeds, spec["seed"])].reset_index(drop=True)
+        table = together.iloc[where[spec["seed"]]].reset_index(drop=True)
         pd.testing.assert_frame_equal(table, table_alone, check_exact=True)
         assert weights.keys() == weights_alone.keys()
         for name, w in weights.items():

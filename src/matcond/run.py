@@ -153,11 +153,12 @@ def run_trial(spec: dict, device: torch.device) -> tuple[pd.DataFrame, dict[str,
     return table, weights[0]
 
 
-def trial_rows(seeds: np.ndarray, seed: int) -> slice:
-    """Where the trial with ``seed`` is in a table of :func:`run_trials` whose ``seed`` column
-    is ``seeds`` (its rows are contiguous)."""
-    rows = np.flatnonzero(seeds == seed)
-    return slice(int(rows[0]), int(rows[-1]) + 1)
+def trial_rows(seeds: np.ndarray) -> dict[int, slice]:
+    """Where each trial is in a table of :func:`run_trials` whose ``seed`` column is ``seeds``
+    (a trial's rows are contiguous), by seed."""
+    starts = np.flatnonzero(np.r_[True, seeds[1:] != seeds[:-1]])
+    stops = np.r_[starts[1:], len(seeds)]
+    return {int(seeds[a]): slice(int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
 
 
 def write_table(table, spec: dict, path: str | Path) -> None:
@@ -238,9 +239,9 @@ def run_block_job(
             compute_start = time.perf_counter()
             table, weights = run_trials(specs, torch_device)
             compute += time.perf_counter() - compute_start
-            arrow, seeds_column = arrow_table(table), table["seed"].to_numpy()
+            arrow, where = arrow_table(table), trial_rows(table["seed"].to_numpy())
             for spec, trial_weights in zip(specs, weights, strict=True):
-                seed, rows = spec["seed"], trial_rows(seeds_column, spec["seed"])
+                seed, rows = spec["seed"], where[spec["seed"]]
                 files = [f"seed{seed}.parquet"]
                 write_table(
                     arrow.slice(rows.start, rows.stop - rows.start), spec, directory / files[0]
