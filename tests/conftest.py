@@ -44,7 +44,7 @@ LONGEST_FIRST = (
     "test_workflow.py",
     "test_config_files.py",
     "test_fingerprints.py",
-    "test_checkpoints.py",
+    "test_own_weights.py",
 )
 
 

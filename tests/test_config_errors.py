@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.checkpoints import check_checkpoint_paths
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
+from matcond.own_weights.load import check_checkpoint_paths
 from matcond.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]

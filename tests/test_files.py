@@ -290,7 +290,7 @@ def test_a_csv_is_checked_against_the_parquet_table_beside_it(tmp_path, table):
 
 def test_a_safetensors_header_nested_past_the_recursion_limit_is_damage(tmp_path):
     """A JSON header of 100 000 nested lists: named as unreadable, no RecursionError (the
-    damage check and checkpoints.py read headers with safetensors_header)."""
+    damage check and own_weights/load.py read headers with safetensors_header)."""
     header = b'{"w": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     path = tmp_path / "w.safetensors"
     path.write_bytes(len(header).to_bytes(8, "little") + header)

@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from matcond.catalog import FIGURES, config_notes, experiment_summary, report_caption
-from matcond.checkpoints import check_checkpoint_paths
+from matcond.own_weights.load import check_checkpoint_paths
 from matcond.claims_check import paper_values, validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.damage import damaged_files, set_aside

@@ -1,10 +1,13 @@
-# Analyse the user's own weight files (config `checkpoints: {name: path}`): a row per layer.
-# The paths are checked before any job runs (matcond.checkpoints.check_checkpoint_paths).
+# Analyse the user's own weights (config `checkpoints: {name: path}`): a row per matrix.
+# The paths are checked before any job runs (matcond.own_weights.load.check_checkpoint_paths);
+# the rule's input is every file a path stands for (shards, index, config.json).
 import json
 import re
 
-# The analysis settings as JSON: changing a threshold, rank_rtol or checkpoint_max_elements
-# reruns the analysis.
+from matcond.own_weights.load import input_files
+
+# The analysis settings as JSON: changing a threshold, rank_rtol, checkpoint_max_elements or
+# checkpoint_conv reruns the analysis.
 CHECKPOINT_SETTINGS = json.dumps(
     {
         **{
@@ -12,6 +15,7 @@ CHECKPOINT_SETTINGS = json.dumps(
             for key in ("effective_rank_thresholds", "rank_rtol")
         },
         "max_elements": config["checkpoint_max_elements"],
+        "conv": config["checkpoint_conv"],
     },
     sort_keys=True,
 )
@@ -21,7 +25,7 @@ rule analyse_weights:
     """Per-layer spectral table (parquet, CSV), the entries skipped and why, and the
     singular-value figure of one configured weight file."""
     input:
-        lambda wildcards: config["checkpoints"][wildcards.name],
+        lambda wildcards: input_files(config["checkpoints"][wildcards.name]),
     output:
         table="results/checkpoints/{name}.parquet",
         csv="results/checkpoints/{name}.csv",
@@ -48,6 +52,7 @@ rule analyse_weights:
         **rule_params(
             "analyse_weights",
             settings=CHECKPOINT_SETTINGS,
+            path=lambda wildcards: config["checkpoints"][wildcards.name],
         ),
     shell:
         JOB

@@ -1,4 +1,5 @@
-"""The figure of an analysed weight file (matcond.checkpoints): every layer's spectrum."""
+"""The figure of analysed weights (matcond.own_weights): every matrix's spectrum and, for a
+folder of checkpoints, each matrix's condition number along the run."""
 
 from __future__ import annotations
 
@@ -6,28 +7,60 @@ from collections.abc import Mapping
 
 import matplotlib
 import numpy as np
+import pandas as pd
 
 from matcond.figures.style import figure, save
 
 
-def plot_spectra(spectra: Mapping[str, np.ndarray], title: str, png: str, pdf: str) -> None:
-    """One line per layer: s_i against i, log y (zero singular values are not drawn)."""
-    fig, ((ax,),) = figure(width=7)
-    colors = matplotlib.colormaps["viridis"](np.linspace(0, 0.95, max(len(spectra), 1)))
-    for (name, s), color in zip(spectra.items(), colors, strict=False):
-        shown = np.where(s > 0, s, np.nan)
-        ax.plot(np.arange(1, s.size + 1), shown, color=color, lw=1.2, label=name)
-    if spectra:
+def _lines(ax, fig, series: Mapping[str, tuple], what: str) -> None:
+    """One line per entry (x, y), coloured in order; a legend for up to 12, else a colorbar."""
+    colors = matplotlib.colormaps["viridis"](np.linspace(0, 0.95, max(len(series), 1)))
+    for (name, (x, y)), color in zip(series.items(), colors, strict=False):
+        ax.plot(x, y, color=color, lw=1.2, label=name, marker="o" if len(x) < 30 else None)
+    if len(series) <= 12:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        norm = matplotlib.colors.Normalize(1, len(series))
+        mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap="viridis")
+        fig.colorbar(mappable, ax=ax, label=f"{what} (order in the file)")
+
+
+def plot_own_weights(
+    table: pd.DataFrame,
+    spectra: Mapping[str, Mapping[str, np.ndarray]],
+    title: str,
+    png: str,
+    pdf: str,
+) -> None:
+    """Left: s_i against i (log y; zero singular values not drawn) of every matrix of the last
+    checkpoint. Right, when there are several checkpoints: each matrix's condition number
+    against the step (the checkpoint's order when a name holds no step)."""
+    checkpoints = list(spectra)
+    fig, axes = figure(ncols=1 + (len(checkpoints) > 1), width=7)
+    ax = axes[0][0]
+    last = spectra[checkpoints[-1]] if checkpoints else {}
+    if last:
+        shown = {k: (np.arange(1, s.size + 1), np.where(s > 0, s, np.nan)) for k, s in last.items()}
+        _lines(ax, fig, shown, "matrix")
         ax.set_yscale("log")
-        if len(spectra) <= 12:
-            ax.legend(fontsize=7, loc="best")
-        else:
-            norm = matplotlib.colors.Normalize(1, len(spectra))
-            mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap="viridis")
-            fig.colorbar(mappable, ax=ax, label="layer (order in the file)")
     else:
         ax.text(0.5, 0.5, "no 2-D weights", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("index i")
     ax.set_ylabel("singular value $s_i$")
-    ax.set_title(f"{title}: singular values of {len(spectra)} weight matrices")
+    which = f" ({checkpoints[-1]})" if len(checkpoints) > 1 else ""
+    ax.set_title(f"{title}{which}: singular values of {len(last)} matrices")
+    if len(checkpoints) > 1:
+        ax = axes[0][1]
+        order = {name: i for i, name in enumerate(checkpoints)}
+        x = table["step"].astype("float64").fillna(table["checkpoint"].map(order))
+        series = {
+            layer: (x[rows.index].to_numpy(), rows["condition_number"].to_numpy())
+            for layer, rows in table.groupby("layer", sort=False)
+        }
+        _lines(ax, fig, series, "matrix")
+        ax.set_yscale("log")
+        no_step = table["step"].isna().any()
+        ax.set_xlabel("checkpoint (order)" if no_step else "step")
+        ax.set_ylabel(r"condition number $\kappa$")
+        ax.set_title(f"{title}: condition number along {len(checkpoints)} checkpoints")
     save(fig, png, pdf)

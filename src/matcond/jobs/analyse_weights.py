@@ -1,31 +1,35 @@
-"""Rule `analyse_weights`: weight file -> per-layer table (parquet, CSV), the entries skipped
-and why, the spectra figure."""
+"""Rule `analyse_weights`: weights (a file, a model folder, a folder of checkpoints) -> table
+of its matrices (parquet, CSV), the entries skipped and why, the figure."""
 
 import hashlib
 import json
 import sys
 
-from matcond.checkpoints import analyse_tensors, load_checkpoint, skipped_entries, write_table
-from matcond.figures.own_weights import plot_spectra
+from matcond.figures.own_weights import plot_own_weights
+from matcond.own_weights import analyse, write_table
 
 
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     settings = json.loads(snakemake.params.settings)
-    path = snakemake.input[0]
-    entries = load_checkpoint(path)
-    table, spectra = analyse_tensors(entries, **settings)
-    skipped = skipped_entries(entries, settings["max_elements"])
-    with open(path, "rb") as fh:
-        sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
-    metadata = {"name": snakemake.wildcards.name, "path": path, "sha256": sha256, **settings}
+    path = snakemake.params.path
+    table, spectra, skipped = analyse(path, **settings)
+    digests = {}
+    for file in snakemake.input:
+        with open(file, "rb") as fh:
+            digests[file] = hashlib.file_digest(fh, "sha256").hexdigest()
+    metadata = {"name": snakemake.wildcards.name, "path": path, "sha256": digests, **settings}
     write_table(table, snakemake.output.table, metadata)
     table.to_csv(snakemake.output.csv, index=False)
     skipped.to_csv(snakemake.output.skipped, index=False)
-    plot_spectra(spectra, snakemake.wildcards.name, snakemake.output.png, snakemake.output.pdf)
-    empty = "" if len(table) else " (no weight tensor of 2 or more dimensions: empty table)"
-    print(f"{path}: matrices analysed: {len(table)}{empty}", file=sys.stderr)
+    name = snakemake.wildcards.name
+    plot_own_weights(table, spectra, name, snakemake.output.png, snakemake.output.pdf)
+    for checkpoint, rows in table.groupby("checkpoint", sort=False) if len(table) else ():
+        print(f"{path}: {checkpoint}: matrices analysed: {len(rows)}", file=sys.stderr)
+    if not len(table):
+        print(f"{path}: no weight tensor of 2 or more dimensions: empty table", file=sys.stderr)
     for row in skipped.itertuples():
-        print(f"skipped {row.layer} ({row.tensor_shape or '-'}): {row.reason}", file=sys.stderr)
+        what = f"{row.checkpoint}: {row.tensor} ({row.tensor_shape or '-'})"
+        print(f"skipped {what}: {row.reason}", file=sys.stderr)
     for row in table[table["note"] != ""].itertuples():
-        print(f"flagged {row.layer}: {row.note}", file=sys.stderr)
+        print(f"flagged {row.checkpoint}: {row.layer}: {row.note}", file=sys.stderr)

@@ -1,7 +1,8 @@
-"""Analysis of user checkpoints (matcond.checkpoints): every column against an independent numpy
-float64 computation, the formats, the refusal of code-running pickles, config path errors, bad
-and hostile files (empty, text, truncated, huge declared shapes, extreme values, deep nesting),
-and the `analyse_weights` rule end to end."""
+"""Analysis of your own weights (matcond.own_weights): every column against an independent
+numpy float64 computation, the formats, the refusal of code-running pickles, config path
+errors, bad and hostile files (empty, text, truncated, huge declared shapes, extreme values,
+deep nesting), and the `analyse_weights` rule end to end. Folders, shards, names and layer
+types: tests/test_own_weights_layers.py."""
 
 import json
 import os
@@ -18,27 +19,36 @@ import torch
 import yaml
 from safetensors.torch import save_file
 
-import matcond.checkpoints
-from matcond.checkpoints import (
-    MAX_ELEMENTS,
-    MIN_EIGENVALUES,
+import matcond.own_weights.metrics
+from matcond.config import ConfigError, load_schema
+from matcond.figures.own_weights import plot_own_weights
+from matcond.own_weights import analyse
+from matcond.own_weights.layers import MAX_ELEMENTS, skipped_entries
+from matcond.own_weights.load import (
     CheckpointError,
     UnsafeCheckpointError,
-    analyse_checkpoint,
-    analyse_tensors,
     check_checkpoint_paths,
-    load_checkpoint,
-    power_law_fit,
-    result_columns,
-    skipped_entries,
 )
-from matcond.config import ConfigError, load_schema
-from matcond.figures.own_weights import plot_spectra
+from matcond.own_weights.load import load_file as load_checkpoint
+from matcond.own_weights.metrics import MIN_EIGENVALUES, power_law_fit, result_columns
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 THRESHOLDS = [0.001, 0.01, 0.1]
 RTOL = 1e-10
+
+
+def analyse_checkpoint(path, thresholds, rtol, max_elements=MAX_ELEMENTS, conv="reshaped"):
+    """The table and the spectra (by layer) of a path holding one checkpoint; kernels reshaped
+    to out x in*k, as numpy_reference does."""
+    table, spectra, _ = analyse(path, thresholds, rtol, max_elements, conv)
+    return table, next(iter(spectra.values()))
+
+
+def analyse_tensors(entries, thresholds=(0.01,), rtol=1e-10, max_elements=MAX_ELEMENTS):
+    """The same for a dict of tensors."""
+    table, spectra, _ = analyse(entries, thresholds, rtol, max_elements, "reshaped")
+    return table, spectra["state_dict"]
 
 
 class Net(torch.nn.Module):
@@ -116,12 +126,17 @@ def save(sd: dict[str, torch.Tensor], path: Path, fmt: str) -> Path:
 def test_every_column_matches_numpy(state_dict, tmp_path, fmt):
     path = save(state_dict, tmp_path / "model.bin", fmt)  # the format is sniffed, not the suffix
     table, spectra = analyse_checkpoint(path, THRESHOLDS, RTOL)
-    prefix = "model." if fmt == "torch-nested" else ""
-    expected = ["conv.weight", "fc1.weight", "fc2.weight", "rank1", "zero_row"]
-    assert sorted(table["layer"]) == [prefix + name for name in expected]
+    prefix = "model." if fmt == "torch-nested" else ""  # a wrapper: not in the layer names
+    expected = ["conv", "fc1", "fc2", "rank1", "zero_row"]
+    assert sorted(table["layer"]) == expected
+    assert sorted(table["tensor"]) == [prefix + n for n in ["conv.weight", "fc1.weight"]] + [
+        prefix + n for n in ["fc2.weight", "rank1", "zero_row"]
+    ]
     assert list(table.columns) == result_columns(THRESHOLDS)
+    types = dict(zip(table["layer"], table["layer_type"], strict=True))
+    assert types == {"conv": "conv2d"} | dict.fromkeys(expected[1:], "linear")
     for row in table.to_dict("records"):
-        tensor = state_dict[row["layer"].removeprefix(prefix)]
+        tensor = state_dict[row["tensor"].removeprefix(prefix)]
         assert row["tensor_shape"] == "x".join(map(str, tensor.shape))
         assert row["dtype"] == str(tensor.dtype).removeprefix("torch.") and row["finite"]
         ref = numpy_reference(tensor.double().numpy())
@@ -129,11 +144,11 @@ def test_every_column_matches_numpy(state_dict, tmp_path, fmt):
             np.testing.assert_allclose(row[column], value, rtol=1e-12, err_msg=column)
         s = np.linalg.svd(tensor.double().numpy().reshape(row["rows"], -1), compute_uv=False)
         np.testing.assert_allclose(spectra[row["layer"]], s, rtol=1e-12)
-    conv = table.set_index("layer").loc[prefix + "conv.weight"]
+    conv = table.set_index("layer").loc["conv"]
     assert (conv["rows"], conv["cols"], conv["tensor_shape"]) == (4, 27, "4x3x3x3")
-    rank1 = table.set_index("layer").loc[prefix + "rank1"]
+    rank1 = table.set_index("layer").loc["rank1"]
     assert rank1["condition_number"] == np.inf and rank1["numerical_rank"] == 1
-    assert table.set_index("layer").loc[prefix + "zero_row", "row_norm_max_over_min"] == np.inf
+    assert table.set_index("layer").loc["zero_row", "row_norm_max_over_min"] == np.inf
 
 
 def test_formats_give_one_table(state_dict, tmp_path):
@@ -143,8 +158,8 @@ def test_formats_give_one_table(state_dict, tmp_path):
     ]
     for table in tables[1:]:
         pd.testing.assert_frame_equal(
-            table.sort_values("layer", ignore_index=True),
-            tables[0].sort_values("layer", ignore_index=True),
+            table.drop(columns="checkpoint").sort_values("layer", ignore_index=True),
+            tables[0].drop(columns="checkpoint").sort_values("layer", ignore_index=True),
         )
 
 
@@ -171,7 +186,7 @@ def test_non_finite_layer_is_flagged_not_fatal():
     table, spectra = analyse_tensors({"bad": bad, "good": torch.eye(3)}, THRESHOLDS, RTOL)
     assert table["finite"].tolist() == [False, True] and list(spectra) == ["good"]
     assert table["note"].tolist() == ["NaN or inf in the weights", ""]
-    assert table.loc[0, "frobenius_norm":].isna().all()
+    assert table.loc[0, "frobenius_norm":].drop("alpha_reliable").isna().all()
     assert table.loc[1, "condition_number"] == 1.0 and table.loc[1, "effective_rank_t0.1"] == 3
 
 
@@ -186,10 +201,11 @@ def test_zero_matrix():
 def test_biases_only_give_an_empty_table_and_a_figure(tmp_path):
     path = tmp_path / "biases.safetensors"
     save_file({"fc.bias": torch.zeros(4), "bn.weight": torch.ones(4)}, str(path))
-    table, spectra = analyse_checkpoint(path, THRESHOLDS, RTOL)
-    assert table.empty and list(table.columns) == result_columns(THRESHOLDS) and not spectra
+    table, spectra, _ = analyse(path, THRESHOLDS, RTOL)
+    assert table.empty and list(table.columns) == result_columns(THRESHOLDS)
+    assert spectra == {"biases.safetensors": {}}
     assert str(table["effective_rank_t0.01"].dtype) == "Int64"
-    plot_spectra(spectra, "biases", str(tmp_path / "s.png"), str(tmp_path / "s.pdf"))
+    plot_own_weights(table, spectra, "biases", str(tmp_path / "s.png"), str(tmp_path / "s.pdf"))
     assert (tmp_path / "s.png").stat().st_size > 1000
 
 
@@ -241,7 +257,7 @@ def test_missing_checkpoint_path_names_the_config_key(tmp_path):
         check_checkpoint_paths(config, base=tmp_path)
     message = str(err.value)
     assert "config key checkpoints.mine: 'nope/model.pt' does not exist" in message
-    assert "config key checkpoints.d: 'adir' is a directory" in message
+    assert "config key checkpoints.d: 'adir' holds no weight file" in message
     assert "checkpoints.ok" not in message
 
 
@@ -271,24 +287,71 @@ def test_rule_end_to_end(state_dict, tmp_path):
     write_config(tmp_path, {"st": "net.safetensors", "pt": "net.pt"}, checkpoint_max_elements=1023)
     proc = run_snakemake(tmp_path, ["st", "pt"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    direct, _ = analyse_checkpoint(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
-    assert "fc1.weight" not in set(direct["layer"]) and "fc2.weight" in set(direct["layer"])
-    for name in ("st", "pt"):
+    direct, _, _ = analyse(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
+    assert "fc1" not in set(direct["layer"]) and "fc2" in set(direct["layer"])
+    for name, file in (("st", "net.safetensors"), ("pt", "net.pt")):
         table = pd.read_parquet(tmp_path / "results" / "checkpoints" / f"{name}.parquet")
         sort = {"by": "layer", "ignore_index": True}
-        pd.testing.assert_frame_equal(table.sort_values(**sort), direct.sort_values(**sort))
+        expected = direct.assign(checkpoint=file).sort_values(**sort)
+        pd.testing.assert_frame_equal(table.sort_values(**sort), expected)
         out = tmp_path / "results" / "checkpoints"
         csv = pd.read_csv(out / f"{name}.csv")
         assert list(csv["layer"]) == list(table["layer"])
         np.testing.assert_allclose(csv["alpha"], table["alpha"].astype(float), rtol=1e-12)
         skipped = pd.read_csv(out / f"{name}_skipped.csv")
-        assert set(skipped["layer"]) == set(state_dict) - set(table["layer"])
-        reason = skipped.set_index("layer").loc["fc1.weight", "reason"]
+        assert set(skipped["tensor"]) == set(state_dict) - set(table["tensor"])
+        reason = skipped.set_index("tensor").loc["fc1.weight", "reason"]
         assert reason == "16x64 = 1024 elements, above the limit of 1023 (config key " + (
             "checkpoint_max_elements)"
         )
         for suffix in OUTPUTS[3:]:
             assert (out / f"{name}{suffix}").stat().st_size > 1000
+
+
+def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp_path):
+    """A Hugging Face folder of two shards and a folder of two checkpoints: the table of each;
+    rewriting one shard reruns that analysis only."""
+    torch.manual_seed(0)
+    sd = {f"layers.{i}.weight": torch.randn(6, 6) for i in range(4)}
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    weight_map = {}
+    for i, keys in enumerate(
+        (["layers.0.weight", "layers.1.weight"], ["layers.2.weight", "layers.3.weight"])
+    ):
+        shard = f"model-{i + 1:05d}-of-00002.safetensors"
+        save_file({k: sd[k] for k in keys}, str(hf / shard))
+        weight_map |= dict.fromkeys(keys, shard)
+    (hf / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    run = tmp_path / "run"
+    run.mkdir()
+    for step in (5, 10):
+        torch.save({k: v * step for k, v in sd.items()}, run / f"step{step}.pt")
+    write_config(tmp_path, {"hf": "hf", "run": "run"})
+    proc = run_snakemake(tmp_path, ["hf", "run"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = tmp_path / "results" / "checkpoints"
+    hf_table = pd.read_parquet(out / "hf.parquet")
+    assert sorted(hf_table["layer"]) == [f"layers.{i}" for i in range(4)]
+    run_table = pd.read_parquet(out / "run.parquet")
+    assert run_table.groupby("checkpoint", sort=False).size().to_dict() == {
+        "step5.pt": 4,
+        "step10.pt": 4,
+    }
+    assert run_table["step"].unique().tolist() == [5, 10]
+    save_file(
+        {"layers.2.weight": sd["layers.3.weight"], "layers.3.weight": sd["layers.2.weight"]},
+        str(hf / "model-00002-of-00002.safetensors"),
+    )
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--configfile"]
+    cmd += [
+        tmp_path / "config.yaml",
+        "-n",
+        *(f"results/checkpoints/{n}.parquet" for n in ("hf", "run")),
+    ]
+    dry = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert re.findall(r"wildcards: name=(\w+)", dry.stdout) == ["hf"]
 
 
 def test_rule_fails_early_on_a_missing_path_or_an_empty_file(tmp_path):
@@ -332,7 +395,7 @@ def test_power_law_alpha_is_the_closed_form_mle_and_recovers_a_known_exponent():
 def test_a_layer_alpha_is_fitted_to_its_eigenvalues(state_dict):
     table, spectra = analyse_tensors({"fc1.weight": state_dict["fc1.weight"]}, THRESHOLDS, RTOL)
     row = table.iloc[0]
-    expected = power_law_fit(spectra["fc1.weight"] ** 2)
+    expected = power_law_fit(spectra["fc1"] ** 2)
     assert row["alpha"] == pytest.approx(expected["alpha"])
     assert row["alpha_n_tail"] == expected["alpha_n_tail"] <= 16
 
@@ -350,8 +413,9 @@ def test_optimizer_state_buffers_and_plain_values_are_skipped_and_listed(tmp_pat
     torch.save({"model": net.state_dict(), "optimizer": adam.state_dict(), "epoch": 3}, path)
     entries = load_checkpoint(path)
     table, _ = analyse_tensors(entries, THRESHOLDS, RTOL)
-    assert sorted(table["layer"]) == ["model.conv.weight", "model.fc1.weight", "model.fc2.weight"]
-    skipped = skipped_entries(entries).set_index("layer")["reason"]
+    assert sorted(table["tensor"]) == ["model.conv.weight", "model.fc1.weight", "model.fc2.weight"]
+    assert sorted(table["layer"]) == ["conv", "fc1", "fc2"]
+    skipped = skipped_entries(entries).set_index("tensor")["reason"]
     assert skipped["optimizer.state.0.exp_avg_sq"] == "optimizer or scheduler state"
     assert skipped["model.bn.running_var"] == "normalisation buffer"
     assert skipped["model.fc1.bias"].startswith("1-D tensor")
@@ -376,7 +440,7 @@ def test_matrices_above_max_elements_are_skipped_with_the_limit(tmp_path, fmt):
     path = save(sd, tmp_path / "m.bin", fmt)
     table, spectra = analyse_checkpoint(path, THRESHOLDS, RTOL, max_elements=299)
     assert table["layer"].tolist() == ["small"] and list(spectra) == ["small"]
-    skipped = skipped_entries(load_checkpoint(path), max_elements=299).set_index("layer")
+    skipped = skipped_entries(load_checkpoint(path), max_elements=299).set_index("tensor")
     limit = "above the limit of 299 (config key checkpoint_max_elements)"
     assert skipped.loc["big", "reason"] == f"30x40 = 1200 elements, {limit}"
     assert skipped.loc["conv", "reason"] == f"4x75 = 300 elements, {limit}"
@@ -394,13 +458,12 @@ def test_a_huge_declared_tensor_is_skipped_without_allocating(tmp_path):
     torch.save({"bomb": torch.zeros(1).expand(50000, 50000), "fc": torch.randn(4, 3)}, path)
     assert path.stat().st_size < 4000
     child = f"""
-import json, resource, powerlaw
-from matcond.checkpoints import analyse_tensors, load_checkpoint, skipped_entries
+import json, resource
+from matcond.own_weights import analyse
 vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 2**30, resource.RLIM_INFINITY))
-entries = load_checkpoint({str(path)!r})
-table, _ = analyse_tensors(entries)
-print(json.dumps([table["layer"].tolist(), skipped_entries(entries).values.tolist()]))
+table, _, skipped = analyse({str(path)!r})
+print(json.dumps([table["layer"].tolist(), skipped.drop(columns="checkpoint").values.tolist()]))
 """
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -446,18 +509,20 @@ def test_extreme_finite_weights_are_flagged_per_layer_and_scale_free_columns_kep
 
 
 def test_a_layer_whose_analysis_fails_is_flagged_and_the_others_analysed(monkeypatch):
-    svd = matcond.checkpoints.singular_values
+    svd = matcond.own_weights.metrics.singular_values
 
     def failing(w):
         if w.shape == (5, 5):
             raise np.linalg.LinAlgError("SVD did not converge")
         return svd(w)
 
-    monkeypatch.setattr(matcond.checkpoints, "singular_values", failing)
+    monkeypatch.setattr(matcond.own_weights.metrics, "singular_values", failing)
     tensors = {"bad": torch.randn(5, 5), "good": torch.eye(3)}
     table, spectra = analyse_tensors(tensors, THRESHOLDS, RTOL)
     assert table["note"].tolist() == ["analysis failed: LinAlgError: SVD did not converge", ""]
-    assert table.loc[0, "frobenius_norm":].isna().all() and list(spectra) == ["good"]
+    assert table.loc[0, "frobenius_norm":].drop("alpha_reliable").isna().all() and list(
+        spectra
+    ) == ["good"]
     assert table.loc[1, "condition_number"] == 1.0 and table.loc[1, "finite"]
 
 

@@ -1,0 +1,258 @@
+"""Which matrices of a checkpoint are analysed, under which name and layer type.
+
+Names (column ``layer``): the tensor's key with the wrappers every analysed key shares
+stripped from its front (:data:`WRAPPERS`: ``module.`` of DDP, ``_orig_mod.`` of
+``torch.compile``, ``model.`` / ``state_dict.`` of a training checkpoint), and ``.weight`` /
+``_weight`` dropped from its end, so that two saves of one model give the same names. The key
+itself is column ``tensor``.
+
+Types (column ``layer_type``), from the name and the shape:
+
+- ``attention_q``, ``attention_k``, ``attention_v``, ``attention_o``: ``q_proj`` .. ``o_proj``,
+  ``query`` / ``key`` / ``value``, ``q`` / ``k`` / ``v`` / ``o``, ``wq`` .. ``wo``,
+  ``out_proj``, ``c_proj`` and BERT's ``attention.output.dense``, when a parent's name holds
+  ``attn`` or ``attention`` (``out_proj`` and ``*_proj_weight`` of ``nn.MultiheadAttention``
+  always);
+- fused projections split into q, k and v (names ``<layer>.q`` etc.): ``in_proj_weight`` of
+  ``nn.MultiheadAttention`` (rows q, k, v), ``qkv`` / ``qkv_proj`` / ``Wqkv`` / ``to_qkv``
+  (rows q, k, v; sizes from ``config.json``'s heads when it has them, else thirds), GPT-2's
+  ``c_attn`` (stored in x out: columns q, k, v, each transposed to out x in), and
+  ``query_key_value`` (GPT-NeoX, BLOOM: rows interleaved per head), split only when
+  ``config.json`` gives ``num_attention_heads`` and its ``model_type`` is ``gpt_neox`` or
+  ``bloom``; otherwise it is one matrix of type ``attention_qkv`` and the note says why;
+- ``embedding``: a name with ``emb``, ``wte`` or ``wpe`` in its last part;
+- ``conv1d``, ``conv2d``, ``conv3d``: ``*weight`` tensors of 3, 4 or 5 dimensions
+  (out, in, *kernel). With ``conv="per_position"`` (the default, WeightWatcher's convention)
+  each kernel position is one out x in matrix, named ``<layer>[i,j]``: the matrix the layer
+  applies to the input at that offset. With ``conv="reshaped"`` the kernel is one
+  out x (in * prod(kernel)) matrix;
+- ``linear``: any other 2-D tensor; ``tensor``: any other tensor of 3 or more dimensions
+  (e.g. a stack of experts), reshaped to its first dimension x the rest. Leading dimensions of
+  size 1 are dropped first (a ``(1, 197, 768)`` position embedding is a 197 x 768 matrix).
+
+Skipped, with the reason (:func:`skipped_entries`): optimizer and scheduler state,
+normalisation buffers, non-tensors, 0-D and 1-D tensors, empty and non-floating tensors, and
+tensors of more than ``max_elements`` elements (read from the shape: nothing is allocated).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+# Largest tensor analysed by default (config key checkpoint_max_elements; see the schema).
+MAX_ELEMENTS = 2**24
+CONV_CONVENTIONS = ("per_position", "reshaped")
+# Keys whose entries are optimizer / scheduler state, and an optimizer's per-parameter state.
+OPTIMIZER_KEYS = {
+    "optimizer",
+    "optimizers",
+    "optimizer_state",
+    "optimizer_state_dict",
+    "optim",
+    "opt_state",
+    "scheduler",
+    "lr_scheduler",
+    "scaler",
+    "grad_scaler",
+}
+OPTIMIZER_STATE = re.compile(r"(^|\.)state\.\d+\.[a-z_]+$")
+BUFFERS = {"running_mean", "running_var", "num_batches_tracked"}
+WRAPPERS = {"module", "_orig_mod", "model", "state_dict", "model_state_dict", "model_state"}
+ATTENTION_PARTS = {
+    **dict.fromkeys(("q_proj", "query", "q", "wq", "q_proj_weight"), "q"),
+    **dict.fromkeys(("k_proj", "key", "k", "wk", "k_proj_weight"), "k"),
+    **dict.fromkeys(("v_proj", "value", "v", "wv", "v_proj_weight"), "v"),
+    **dict.fromkeys(("o_proj", "out_proj", "o", "wo", "c_proj"), "o"),
+}
+FUSED_ROWS = {"in_proj", "qkv", "qkv_proj", "wqkv", "to_qkv"}
+PER_HEAD_FUSED = {"gpt_neox", "bloom"}  # model types whose query_key_value interleaves heads
+
+
+@dataclass
+class Matrix:
+    """One analysed matrix: its name, the key of the tensor it comes from, its layer type,
+    the matrix (a 2-D view, out x in), why it is analysed as it is ('' when plainly) and the
+    stored tensor's shape."""
+
+    layer: str
+    tensor: str
+    layer_type: str
+    matrix: torch.Tensor
+    note: str = ""
+    tensor_shape: tuple[int, ...] = ()
+
+
+def skip_reason(name: str, value: Any, max_elements: int = MAX_ELEMENTS) -> str | None:
+    """Why entry ``name`` of a checkpoint is not analysed as a weight matrix (None: it is)."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return f"not a tensor ({type(value).__name__})"
+    if OPTIMIZER_KEYS & set(name.split(".")) or OPTIMIZER_STATE.search(name):
+        return "optimizer or scheduler state"
+    if name.rsplit(".", 1)[-1] in BUFFERS:
+        return "normalisation buffer"
+    if value.ndim < 2 or value.ndim > 2 and len(_squeezed(value.shape)) < 2:
+        return f"{value.ndim}-D tensor of shape {tuple(value.shape)} (bias, scale or token)"
+    if value.numel() == 0:
+        return "empty tensor"
+    if not value.is_floating_point():
+        return f"not floating point ({str(value.dtype).removeprefix('torch.')})"
+    if (n := value.numel()) > max_elements:  # from the shape: nothing is read or copied
+        return (
+            f"{value.shape[0]}x{n // value.shape[0]} = {n} elements, above the limit of "
+            f"{max_elements} (config key checkpoint_max_elements)"
+        )
+    return None
+
+
+def skipped_entries(entries: Mapping[str, Any], max_elements: int = MAX_ELEMENTS) -> pd.DataFrame:
+    """One row per entry that is not analysed: ``tensor``, ``tensor_shape`` ('' for a
+    non-tensor), ``reason``."""
+    import pandas as pd
+
+    rows = [
+        {"tensor": name, "tensor_shape": "x".join(map(str, getattr(v, "shape", ()))), "reason": r}
+        for name, v in entries.items()
+        if (r := skip_reason(name, v, max_elements)) is not None
+    ]
+    return pd.DataFrame(rows, columns=["tensor", "tensor_shape", "reason"])
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without its leading 1s, down to 2 dimensions."""
+    while len(shape) > 2 and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+def canonical_names(keys: list[str]) -> dict[str, str]:
+    """Each key's layer name: the leading wrappers all ``keys`` share stripped, ``.weight`` or
+    ``_weight`` dropped from the end (see the module docstring)."""
+    parts = [key.split(".") for key in keys]
+    start = 0
+    while (
+        parts
+        and all(len(p) - (p[-1] == "weight") > start + 1 for p in parts)
+        and len({p[start] for p in parts}) == 1
+        and parts[0][start] in WRAPPERS
+    ):
+        start += 1
+    names = {}
+    for key, p in zip(keys, parts, strict=True):
+        name = ".".join(p[start:])
+        name = name.removesuffix(".weight") if name.endswith(".weight") else name
+        names[key] = re.sub(r"(in_proj|[qkv]_proj)_weight$", r"\1", name)
+    return names
+
+
+def _is_attention(parents: list[str]) -> bool:
+    return any("attn" in p.lower() or "attention" in p.lower() for p in parents)
+
+
+def _fused_sizes(rows: int, config: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """Row counts of q, k, v in a fused projection: from the config's heads if it gives them
+    (grouped-query attention: fewer k, v heads), else thirds; None if they do not fit."""
+    heads = config.get("num_attention_heads") or config.get("n_head")
+    if isinstance(heads, int) and heads > 0:
+        kv_heads = config.get("num_key_value_heads") or heads
+        hidden = config.get("hidden_size") or config.get("n_embd") or 0
+        head_dim = config.get("head_dim") or hidden // heads
+        sizes = (heads * head_dim, kv_heads * head_dim, kv_heads * head_dim)
+        if sum(sizes) == rows:
+            return sizes
+    return (rows // 3,) * 3 if rows % 3 == 0 else None
+
+
+def _split(layer: str, key: str, w: torch.Tensor, kind: str, config: Mapping) -> list[Matrix]:
+    """The q, k, v matrices of a fused projection ``w`` (``kind``: its last name part)."""
+    if kind == "c_attn":  # GPT-2's Conv1D: stored in x out
+        if w.shape[1] % 3:
+            return [Matrix(layer, key, "attention_qkv", w, "c_attn columns not a multiple of 3")]
+        parts = w.T.chunk(3)
+    elif kind == "query_key_value":
+        heads = config.get("num_attention_heads") or config.get("n_head")
+        model_type = config.get("model_type")
+        if model_type not in PER_HEAD_FUSED or not isinstance(heads, int) or w.shape[0] % heads:
+            why = (
+                "fused q/k/v interleaved per head: split only for a config.json with "
+                f"num_attention_heads and model_type {' or '.join(sorted(PER_HEAD_FUSED))} "
+                f"(here {model_type!r}); analysed as one matrix"
+            )
+            return [Matrix(layer, key, "attention_qkv", w, why)]
+        grouped = w.reshape(heads, 3, w.shape[0] // heads // 3, w.shape[1])
+        parts = [grouped[:, i].reshape(-1, w.shape[1]) for i in range(3)]
+    else:
+        sizes = _fused_sizes(w.shape[0], config)
+        if sizes is None:
+            why = f"fused q/k/v of {w.shape[0]} rows: not a multiple of 3 and no heads in config"
+            return [Matrix(layer, key, "attention_qkv", w, why)]
+        parts = w.split(sizes)
+    return [
+        Matrix(f"{layer}.{p}", key, f"attention_{p}", m) for p, m in zip("qkv", parts, strict=True)
+    ]
+
+
+def matrices(
+    entries: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    conv: str = "per_position",
+    max_elements: int = MAX_ELEMENTS,
+    known_types: Mapping[str, str] | None = None,
+) -> list[Matrix]:
+    """The matrices analysed among ``entries`` (those without a :func:`skip_reason`), in the
+    file's order, named and typed as the module docstring says; ``config`` is the model's
+    ``config.json`` ({} or None: none); ``known_types``: the layer type of a key where the
+    module is known (an ``nn.Embedding``'s weight), whatever its name."""
+    if conv not in CONV_CONVENTIONS:
+        raise ValueError(f"conv must be one of {CONV_CONVENTIONS}, not {conv!r}")
+    config = config or {}
+    kept = [key for key, value in entries.items() if skip_reason(key, value, max_elements) is None]
+    names = canonical_names(kept)
+    found = []
+    for key in kept:
+        tensor, layer = entries[key], names[key]
+        *parents, last = layer.split(".")
+        last = last.lower()
+        if tensor.ndim in (3, 4, 5) and key.endswith("weight"):
+            kind = f"conv{tensor.ndim - 2}d"
+            if conv == "reshaped":
+                found.append(Matrix(layer, key, kind, tensor.reshape(tensor.shape[0], -1)))
+                continue
+            for position in itertools.product(*map(range, tensor.shape[2:])):
+                name = f"{layer}[{','.join(map(str, position))}]"
+                found.append(Matrix(name, key, kind, tensor[(slice(None), slice(None), *position)]))
+            continue
+        tensor = tensor.reshape(_squeezed(tensor.shape))
+        if tensor.ndim > 2:
+            found.append(Matrix(layer, key, "tensor", tensor.reshape(tensor.shape[0], -1)))
+        elif (
+            last == "c_attn" or last in FUSED_ROWS and (last == "in_proj" or _is_attention(parents))
+        ):
+            found += _split(layer, key, tensor, last, config)
+        elif last == "query_key_value":
+            found += _split(layer, key, tensor, last, config)
+        elif last in ATTENTION_PARTS and (_is_attention(parents) or key.endswith("proj_weight")):
+            found.append(Matrix(layer, key, f"attention_{ATTENTION_PARTS[last]}", tensor))
+        elif (
+            last == "out_proj"
+            or last == "dense"
+            and parents[-1:] == ["output"]
+            and _is_attention(parents)
+        ):
+            found.append(Matrix(layer, key, "attention_o", tensor))
+        elif re.search("emb|^wte$|^wpe$", last) or (known_types or {}).get(key) == "embedding":
+            found.append(Matrix(layer, key, "embedding", tensor))
+        else:
+            found.append(Matrix(layer, key, "linear", tensor))
+    for m in found:
+        m.tensor_shape = tuple(entries[m.tensor].shape)
+    return found

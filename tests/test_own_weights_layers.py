@@ -1,0 +1,276 @@
+"""Your own weights as the model uses them (matcond.own_weights): Hugging Face folders and
+shards, folders of checkpoints, canonical names that join across saves, layer types, fused
+attention projections split into q, k, v, kernels per position, the API and its summary."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import matcond
+from matcond.config import ConfigError
+from matcond.own_weights import analyse
+from matcond.own_weights.layers import canonical_names, matrices
+from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, input_files
+
+D = 16  # model width
+
+
+class Block(torch.nn.Module):
+    """An embedding, a PyTorch attention layer, an MLP and a conv: every kind of weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(50, D)
+        self.self_attn = torch.nn.MultiheadAttention(D, num_heads=4)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(D, 32), torch.nn.Linear(32, D))
+        self.norm = torch.nn.LayerNorm(D)
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+
+
+@pytest.fixture(scope="module")
+def weights() -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)
+    return {k: v.detach().clone() for k, v in Block().state_dict().items()}
+
+
+def numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without the columns that name where it came from."""
+    return table.drop(columns=["checkpoint", "tensor"]).reset_index(drop=True)
+
+
+def sharded_folder(folder: Path, weights: dict[str, torch.Tensor], n_shards: int = 3) -> Path:
+    """A Hugging Face-style sharded save: model-0000i-of-0000n.safetensors, the index listing
+    which tensor is in which shard, a config.json."""
+    folder.mkdir()
+    keys = list(weights)
+    weight_map = {}
+    for i in range(n_shards):
+        shard = f"model-{i + 1:05d}-of-{n_shards:05d}.safetensors"
+        part = {k: weights[k].contiguous() for k in keys[i::n_shards]}
+        save_file(part, str(folder / shard))
+        weight_map |= dict.fromkeys(part, shard)
+    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    (folder / "config.json").write_text(json.dumps({"num_attention_heads": 4}))
+    return folder
+
+
+def test_a_sharded_folder_is_the_whole_model_once(weights, tmp_path):
+    whole = tmp_path / "whole.safetensors"
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(whole))
+    folder = sharded_folder(tmp_path / "sharded", weights)
+    expected = numbers(matcond.analyze(whole)).sort_values("layer", ignore_index=True)
+    for path in (folder, folder / "model.safetensors.index.json"):
+        table = matcond.analyze(path)
+        assert table["layer"].is_unique and set(table["checkpoint"]) == {"sharded"}
+        got = numbers(table).sort_values("layer", ignore_index=True)
+        pd.testing.assert_frame_equal(got, expected)
+    files = {p.name for p in input_files(folder)}
+    assert files == {p.name for p in folder.iterdir()}  # shards, index, config.json
+
+
+def test_a_lone_shard_is_refused_naming_its_index(weights, tmp_path):
+    folder = sharded_folder(tmp_path / "m", weights)
+    shard = folder / "model-00002-of-00003.safetensors"
+    with pytest.raises(
+        CheckpointError,
+        match=r"one shard of a sharded model: give its folder or "
+        r"its index file '.*m/model\.safetensors\.index\.json'$",
+    ):
+        matcond.analyze(shard)
+    lonely = tmp_path / "model-00001-of-00002.safetensors"  # its index is not there
+    save_file({"w": torch.eye(3)}, str(lonely))
+    with pytest.raises(CheckpointError, match=r"model\.safetensors\.index\.json' \(which is not"):
+        matcond.analyze(lonely)
+    (folder / "model-00003-of-00003.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"lists shards that are missing: .*00003-of-00003"):
+        matcond.analyze(folder)
+    config = {"checkpoints": {"shard": "m/model-00002-of-00003.safetensors", "m": "m"}}
+    with pytest.raises(ConfigError) as err:  # before any job runs
+        check_checkpoint_paths(config, base=tmp_path)
+    assert "checkpoints.shard: 'm/model-00002-of-00003.safetensors' is one shard" in str(err.value)
+    assert "checkpoints.m: 'm' lists shards that are missing" in str(err.value)
+
+
+def test_a_torch_bin_model_folder(weights, tmp_path):
+    (tmp_path / "hf").mkdir()
+    torch.save(weights, tmp_path / "hf" / "pytorch_model.bin")
+    assert matcond.analyze(tmp_path / "hf")["layer"].is_unique
+
+
+def test_two_saves_of_one_model_join_on_the_layer_name(weights, tmp_path):
+    """A plain state dict, DDP's module. prefix, a training checkpoint and torch.compile's
+    _orig_mod.: the same layer names and numbers."""
+    saves = {
+        "plain": weights,
+        "ddp": {f"module.{k}": v for k, v in weights.items()},
+        "train": {"model": weights, "optimizer": {"state": {}, "param_groups": []}, "epoch": 3},
+        "compiled": {f"_orig_mod.{k}": v for k, v in weights.items()},
+    }
+    tables = {}
+    for name, obj in saves.items():
+        torch.save(obj, tmp_path / f"{name}.pt")
+        tables[name] = matcond.analyze(tmp_path / f"{name}.pt")
+    joined = tables["plain"].merge(tables["ddp"], on="layer", suffixes=("", "_ddp"))
+    assert (
+        len(joined) == len(tables["plain"]) and joined["tensor_ddp"].str.startswith("module.").all()
+    )
+    for table in tables.values():
+        pd.testing.assert_frame_equal(numbers(table), numbers(tables["plain"]))
+
+
+def test_wrappers_are_stripped_only_when_every_key_shares_them():
+    assert canonical_names(["model.fc.weight", "model.out.weight"]) == {
+        "model.fc.weight": "fc",
+        "model.out.weight": "out",
+    }
+    keys = ["model.layers.0.q_proj.weight", "lm_head.weight"]  # a Hugging Face LM: kept
+    assert list(canonical_names(keys).values()) == ["model.layers.0.q_proj", "lm_head"]
+    assert canonical_names(["module.weight"]) == {"module.weight": "module"}  # not to nothing
+
+
+def test_layer_types_and_the_split_of_in_proj(weights):
+    found = matrices(weights, conv="reshaped")
+    by_layer = {m.layer: m for m in found}
+    assert {m.layer: m.layer_type for m in found} == {
+        "embed_tokens": "embedding",
+        "self_attn.in_proj.q": "attention_q",
+        "self_attn.in_proj.k": "attention_k",
+        "self_attn.in_proj.v": "attention_v",
+        "self_attn.out_proj": "attention_o",
+        "mlp.0": "linear",
+        "mlp.1": "linear",
+        "conv": "conv2d",
+    }
+    in_proj = weights["self_attn.in_proj_weight"]
+    for i, part in enumerate("qkv"):
+        m = by_layer[f"self_attn.in_proj.{part}"]
+        assert m.matrix.shape == (D, D) and m.tensor_shape == (3 * D, D)
+        assert torch.equal(m.matrix, in_proj[i * D : (i + 1) * D])
+    table = matcond.analyze(weights)
+    q = table.set_index("layer").loc["self_attn.in_proj.q"]
+    s = np.linalg.svd(in_proj[:D].double().numpy(), compute_uv=False)
+    assert q["condition_number"] == pytest.approx(s[0] / s[-1], rel=1e-12)
+    assert (q["rows"], q["cols"], q["tensor_shape"]) == (D, D, f"{3 * D}x{D}")
+
+
+def test_fused_projections_of_other_models():
+    """timm's qkv (thirds), a grouped-query qkv_proj (sizes from config.json), GPT-2's c_attn
+    (columns, stored in x out), GPT-NeoX's query_key_value (interleaved per head: split with
+    its config, one flagged matrix without), and names that are not attention."""
+    torch.manual_seed(0)
+    heads, kv_heads, head_dim = 4, 2, 3
+    gqa = torch.randn((heads + 2 * kv_heads) * head_dim, heads * head_dim)
+    neox = torch.randn(3 * heads * head_dim, heads * head_dim)
+    entries = {
+        "blocks.0.attn.qkv.weight": torch.randn(3 * 6, 6),
+        "layers.0.self_attn.qkv_proj.weight": gqa,
+        "h.0.attn.c_attn.weight": torch.randn(6, 18),
+        "h.0.attn.c_proj.weight": torch.randn(6, 6),
+        "h.0.mlp.c_proj.weight": torch.randn(24, 6),
+        "encoder.block.0.layer.1.DenseReluDense.wo.weight": torch.randn(6, 24),
+        "bert.encoder.layer.0.attention.output.dense.weight": torch.randn(6, 6),
+        "gpt_neox.layers.0.attention.query_key_value.weight": neox,
+    }
+    config = {"num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim}
+    found = {m.layer: m for m in matrices(entries, config | {"model_type": "gpt_neox"})}
+    types = {name: m.layer_type for name, m in found.items()}
+    assert [found[f"blocks.0.attn.qkv.{p}"].matrix.shape for p in "qkv"] == [(6, 6)] * 3
+    assert [found[f"layers.0.self_attn.qkv_proj.{p}"].matrix.shape for p in "qkv"] == [
+        (heads * head_dim, heads * head_dim),
+        (kv_heads * head_dim, heads * head_dim),
+        (kv_heads * head_dim, heads * head_dim),
+    ]
+    c_attn = entries["h.0.attn.c_attn.weight"]
+    assert torch.equal(found["h.0.attn.c_attn.v"].matrix, c_attn[:, 12:].T)
+    assert types["h.0.attn.c_proj"] == "attention_o" and types["h.0.mlp.c_proj"] == "linear"
+    assert types["encoder.block.0.layer.1.DenseReluDense.wo"] == "linear"
+    assert types["bert.encoder.layer.0.attention.output.dense"] == "attention_o"
+    per_head = neox.reshape(heads, 3, head_dim, -1)  # NeoX: rows (head, q/k/v, head_dim)
+    k = found["gpt_neox.layers.0.attention.query_key_value.k"].matrix
+    assert torch.equal(k, per_head[:, 1].reshape(heads * head_dim, -1))
+    plain = {m.layer: m for m in matrices(entries)}  # no config.json
+    fused = plain["gpt_neox.layers.0.attention.query_key_value"]
+    assert fused.layer_type == "attention_qkv" and "num_attention_heads" in fused.note
+    assert [plain[f"layers.0.self_attn.qkv_proj.{p}"].matrix.shape[0] for p in "qkv"] == [8] * 3
+
+
+def test_a_kernel_per_position_is_the_matrix_applied_at_that_offset(weights):
+    """conv(x) = sum over offsets (i, j) of W[:, :, i, j] x[:, i:, j:]: each row is one of
+    those matrices."""
+    conv = weights["conv.weight"]
+    found = [m for m in matrices(weights) if m.tensor == "conv.weight"]
+    assert [m.layer for m in found] == [f"conv[{i},{j}]" for i in range(3) for j in range(3)]
+    x = torch.randn(3, 5, 5)
+    summed = sum(
+        torch.einsum("oc,chw->ohw", m.matrix, x[:, i : i + 3, j : j + 3])
+        for m, (i, j) in zip(found, [(i, j) for i in range(3) for j in range(3)], strict=True)
+    )
+    direct = torch.nn.functional.conv2d(x[None], conv)[0]
+    torch.testing.assert_close(summed, direct, rtol=1e-5, atol=1e-6)
+    assert all(m.layer_type == "conv2d" and m.matrix.shape == (8, 3) for m in found)
+    with pytest.raises(ValueError, match="conv must be one of"):
+        matrices(weights, conv="fft")
+
+
+def test_a_folder_of_checkpoints_in_step_order_with_a_summary(weights, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.manual_seed(1)
+    for step in (100, 20, 3):  # written out of order; 100 sorts before 20 as text
+        torch.save(
+            {k: v + 0.01 * step * torch.randn_like(v) for k, v in weights.items()},
+            run / f"step_{step}.pt",
+        )
+    (run / "notes.txt").write_text("not a checkpoint")
+    table = matcond.analyze(run)
+    assert table["checkpoint"].unique().tolist() == ["step_3.pt", "step_20.pt", "step_100.pt"]
+    assert table["step"].unique().tolist() == [3, 20, 100]
+    one = matcond.analyze(run / "step_20.pt")
+    in_run = table[table["checkpoint"] == "step_20.pt"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        numbers(in_run).drop(columns="step"), numbers(one).drop(columns="step")
+    )
+    summary = matcond.summarize(table)
+    assert summary["checkpoint"].tolist() == ["step_3.pt", "step_20.pt", "step_100.pt"]
+    first = table[table["checkpoint"] == "step_3.pt"]
+    row = summary.iloc[0]
+    assert row["n_matrices"] == len(first) and row["step"] == 3
+    assert row["condition_number_max"] == first["condition_number"].max()
+    assert row["layer_of_max"] == first.loc[first["condition_number"].idxmax(), "layer"]
+    assert row["condition_number_median"] == first["condition_number"].median()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CheckpointError, match="holds no weight file"):
+        matcond.analyze(empty)
+
+
+def test_a_module_is_analysed_like_its_saved_state_dict(weights, tmp_path):
+    torch.manual_seed(0)
+    block = Block()
+    torch.save(block.state_dict(), tmp_path / "b.pt")
+    pd.testing.assert_frame_equal(
+        numbers(matcond.analyze(block)), numbers(matcond.analyze(tmp_path / "b.pt"))
+    )
+    assert matcond.analyze(block)["checkpoint"].unique().tolist() == ["Block"]
+
+
+def test_the_figure_of_a_run_has_a_panel_along_the_steps(weights, tmp_path):
+    from matcond.figures.own_weights import plot_own_weights
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for step in (1, 2):
+        torch.save(weights, run / f"ckpt{step}.pt")
+    table, spectra, _ = analyse(run)
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    plot_own_weights(table, spectra, "run", str(png), str(pdf))
+    from PIL import Image
+
+    width, height = Image.open(png).size
+    assert width > 1.8 * height  # two panels side by side

@@ -1,0 +1,123 @@
+"""matcond.analyze against WeightWatcher 0.7.7's analyze() on one model: the same eigenvalues
+per layer (a convolution's pooled over its kernel positions), norms, stable rank and power-law
+fit (alpha, x_min, KS distance, alpha_weighted). What differs by design is asserted too:
+WeightWatcher scales a convolution's matrices by sqrt(positions / 2) unless conv2d_norm=False,
+and fits one alpha to a convolution's pooled eigenvalues where matcond gives a row per
+position."""
+
+import copy
+import logging
+
+import numpy as np
+import pytest
+import torch
+import weightwatcher as ww
+
+import matcond
+from matcond.own_weights.metrics import power_law_fit
+
+# WeightWatcher 0.7.7 calls a pandas API that pandas deprecates
+pytestmark = pytest.mark.filterwarnings("ignore:Passing a dict to DataFrame.from_records")
+
+
+@pytest.fixture(scope="module")
+def model() -> torch.nn.Module:
+    """Dense, embedding and convolution layers with heavy-tailed (Student-t) weights."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(200, 300),
+        torch.nn.Linear(300, 100),
+        torch.nn.Conv2d(64, 96, 3),
+        torch.nn.Embedding(500, 64),
+    )
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(0.05 * torch.distributions.StudentT(3.0).sample(p.shape))
+    return net
+
+
+@pytest.fixture(scope="module")
+def watcher(model):
+    """WeightWatcher's analysis with conv2d_norm=False and with its default, each of its own
+    copy of the model (its analysis can scale a model's weights in place)."""
+    logging.disable(logging.WARNING)
+    try:
+        watchers = [ww.WeightWatcher(model=copy.deepcopy(model)) for _ in range(2)]
+        details = watchers[0].analyze(conv2d_norm=False)
+        scaled = watchers[1].analyze()
+    finally:
+        logging.disable(logging.NOTSET)
+    return watchers[0], details.set_index("name"), scaled.set_index("name")
+
+
+def test_dense_and_embedding_layers_agree(model, watcher):
+    _, details, _ = watcher
+    ours = matcond.analyze(model).set_index("tensor")
+    for name, tensor in (("0", "0.weight"), ("1", "1.weight"), ("3", "3.weight")):
+        theirs, row = details.loc[name], ours.loc[tensor]
+        assert row["layer_type"] == {"0": "linear", "1": "linear", "3": "embedding"}[name]
+        pairs = {
+            "lambda_max": row["spectral_norm"] ** 2,
+            "norm": row["frobenius_norm"] ** 2,
+            "stable_rank": row["stable_rank"],
+            "alpha": row["alpha"],
+            "alpha_weighted": row["alpha_weighted"],
+            "xmin": row["alpha_xmin"],
+            "D": row["alpha_ks_distance"],
+            "num_evals": min(row["rows"], row["cols"]),
+        }
+        for column, value in pairs.items():
+            assert theirs[column] == pytest.approx(value, rel=1e-9), (name, column)
+
+
+def test_a_convolution_pools_the_same_eigenvalues(model, watcher):
+    w, details, scaled = watcher
+    rows = matcond.analyze(model)
+    conv = rows[rows["tensor"] == "2.weight"]
+    assert len(conv) == 9 and (conv["rows"] == 96).all() and (conv["cols"] == 64).all()
+    weight = model[2].weight.detach().double().numpy()
+    pooled = np.sort(
+        np.concatenate(
+            [
+                np.linalg.svd(weight[:, :, i, j], compute_uv=False) ** 2
+                for i in range(3)
+                for j in range(3)
+            ]
+        )
+    )
+    logging.disable(logging.WARNING)
+    try:
+        theirs = np.sort(
+            w.get_ESD(
+                layer=int(details.loc["2", "layer_id"]),
+                params={**ww.weightwatcher.DEFAULT_PARAMS, "conv2d_norm": False},
+            )
+        )
+    finally:
+        logging.disable(logging.NOTSET)
+    np.testing.assert_allclose(theirs, pooled, rtol=1e-9)
+    np.testing.assert_allclose(np.sort(conv["spectral_norm"] ** 2)[-1], pooled[-1], rtol=1e-12)
+    assert details.loc["2", "lambda_max"] == pytest.approx(pooled[-1], rel=1e-9)
+    assert details.loc["2", "alpha"] == pytest.approx(power_law_fit(pooled)["alpha"], rel=1e-9)
+    # by design: WeightWatcher's default scales a convolution's matrices (conv2d_norm) ...
+    factor = scaled.loc["2", "lambda_max"] / pooled[-1]
+    assert factor != pytest.approx(1.0)
+    assert scaled.loc["2", "xmin"] == pytest.approx(factor * details.loc["2", "xmin"], rel=1e-9)
+    # ... and a power law is scale free: the same alpha
+    assert scaled.loc["2", "alpha"] == pytest.approx(details.loc["2", "alpha"], rel=1e-9)
+    # matcond: a fit per position, each to 64 eigenvalues
+    per_position = [
+        power_law_fit(np.linalg.svd(weight[:, :, i, j], compute_uv=False) ** 2)["alpha"]
+        for i in range(3)
+        for j in range(3)
+    ]
+    np.testing.assert_allclose(conv["alpha"], per_position, rtol=1e-12)
+
+
+def test_the_summary_means_alpha_of_reliable_fits_only(model):
+    table = matcond.analyze(model)
+    assert (table["alpha_reliable"] == (table["alpha_n_tail"] >= 50)).all()
+    table["alpha_reliable"] = [True, True] + [False] * (len(table) - 2)
+    summary = matcond.summarize(table).iloc[0]
+    assert summary["n_alpha_reliable"] == 2
+    assert summary["alpha_mean"] == pytest.approx(table["alpha"][:2].mean(), rel=1e-12)
