@@ -23,6 +23,7 @@ def test_training_depends_on_what_computes_a_trial_and_not_on_how_it_runs():
     assert {"targets.py", "optim.py", "__init__.py"} <= deps
     assert not any(d.startswith("execution") for d in deps)
     assert "stats.py" not in deps and "claims.py" not in deps
+    assert not any(d.startswith("own_weights") for d in deps)  # matcond.analyze is lazy
 
 
 def test_plots_depend_on_every_figure_module():
