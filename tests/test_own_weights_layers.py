@@ -64,7 +64,8 @@ def test_a_sharded_folder_is_the_whole_model_once(weights, tmp_path):
     whole = tmp_path / "whole.safetensors"
     save_file({k: v.contiguous() for k, v in weights.items()}, str(whole))
     folder = sharded_folder(tmp_path / "sharded", weights)
-    expected = numbers(matcond.analyze(whole)).sort_values("layer", ignore_index=True)
+    heads = {"num_attention_heads": 4}  # the folder's config.json: per-head products too
+    expected = numbers(matcond.analyze(whole, config=heads)).sort_values("layer", ignore_index=True)
     for path in (folder, folder / "model.safetensors.index.json"):
         table = matcond.analyze(path)
         assert table["layer"].is_unique and set(table["checkpoint"]) == {"sharded"}
@@ -254,9 +255,9 @@ def test_a_module_is_analysed_like_its_saved_state_dict(weights, tmp_path):
     torch.manual_seed(0)
     block = Block()
     torch.save(block.state_dict(), tmp_path / "b.pt")
-    pd.testing.assert_frame_equal(
-        numbers(matcond.analyze(block)), numbers(matcond.analyze(tmp_path / "b.pt"))
-    )
+    heads = {"num_attention_heads": 4}  # what the module's nn.MultiheadAttention says
+    saved = matcond.analyze(tmp_path / "b.pt", config=heads)
+    pd.testing.assert_frame_equal(numbers(matcond.analyze(block)), numbers(saved))
     assert matcond.analyze(block)["checkpoint"].unique().tolist() == ["Block"]
 
 
@@ -274,3 +275,50 @@ def test_the_figure_of_a_run_has_a_panel_along_the_steps(weights, tmp_path):
 
     width, height = Image.open(png).size
     assert width > 1.8 * height  # two panels side by side
+
+
+def test_per_head_products_are_what_the_attention_computes():
+    """softmax(x W_Q,h^T W_K,h x^T / sqrt(d_h)) is nn.MultiheadAttention's own attention of
+    head h, and W_O,h W_V,h x_j summed under those weights is its output; the products are
+    d x d of rank d_h: pseudo-condition number, not condition number."""
+    torch.manual_seed(0)
+    heads, d = 4, 16
+    mha = torch.nn.MultiheadAttention(d, heads, bias=False).double()
+    table = matcond.analyze(mha).set_index("layer")
+    products = [f"head{h}.{kind}" for h in range(heads) for kind in ("qk", "ov")]
+    assert table.index[-2 * heads :].tolist() == products
+    found = {
+        m.layer: m.matrix for m in matrices(dict(mha.state_dict()), {"num_attention_heads": heads})
+    }
+    x = torch.randn(5, d, dtype=torch.float64)
+    out, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
+    mixed = 0
+    for h in range(heads):
+        scores = x @ found[f"head{h}.qk"] @ x.T / (d // heads) ** 0.5
+        torch.testing.assert_close(torch.softmax(scores, dim=-1), weights[h])
+        mixed = mixed + weights[h] @ (x @ found[f"head{h}.ov"].T)
+    torch.testing.assert_close(mixed, out)
+    qk = table.loc["head0.qk"]
+    assert qk["layer_type"] == "attention_qk" and qk["numerical_rank"] == d // heads
+    assert qk["condition_number"] == np.inf and np.isfinite(qk["pseudo_condition_number"])
+    assert matcond.summarize(table.reset_index())["n_matrices"].item() == 4  # q, k, v, o
+    without_heads = matcond.analyze(dict(mha.state_dict()))
+    assert not without_heads["layer_type"].isin(["attention_qk", "attention_ov"]).any()
+
+
+def test_grouped_query_heads_share_their_key_and_value():
+    torch.manual_seed(0)
+    heads, kv_heads, head_dim, d = 4, 2, 3, 12
+    entries = {
+        "self_attn.q_proj.weight": torch.randn(heads * head_dim, d),
+        "self_attn.k_proj.weight": torch.randn(kv_heads * head_dim, d),
+        "self_attn.v_proj.weight": torch.randn(kv_heads * head_dim, d),
+        "self_attn.o_proj.weight": torch.randn(d, heads * head_dim),
+    }
+    found = {m.layer: m.matrix for m in matrices(entries, {"num_attention_heads": heads})}
+    q, k = entries["self_attn.q_proj.weight"].double(), entries["self_attn.k_proj.weight"].double()
+    o, v = entries["self_attn.o_proj.weight"].double(), entries["self_attn.v_proj.weight"].double()
+    # query heads 2 and 3 use key/value head 1 (rows 3..5)
+    torch.testing.assert_close(found["self_attn.head3.qk"], q[9:12].T @ k[3:6])
+    torch.testing.assert_close(found["self_attn.head2.ov"], o[:, 6:9] @ v[3:6])
+    assert len([n for n in found if ".head" in n]) == 2 * heads

@@ -46,6 +46,11 @@ def _checkpoints(
             for name, module in source.named_modules()
             if isinstance(module, embeddings)
         }
+        heads = {
+            m.num_heads for m in source.modules() if isinstance(m, torch.nn.MultiheadAttention)
+        }
+        if len(heads) == 1:  # the heads of the attention layers, where they agree
+            own.setdefault("num_attention_heads", heads.pop())
         entries = dict(source.state_dict())
         return [(type(source).__name__, None, entries, dict(config or own), types)]
     return [("state_dict", None, dict(source), dict(config or {}), {})]
@@ -96,10 +101,11 @@ def analyze(source: str | Path | torch.nn.Module | Mapping[str, Any], **settings
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """A row per checkpoint of an :func:`analyze` table: ``n_matrices``, ``n_flagged`` (rows
-    with a note), the median, geometric mean and largest condition number and the layer that
-    has it, the median stable rank, and the mean alpha and alpha_weighted over the layers
-    whose fit is reliable (``n_alpha_reliable`` of them)."""
+    """A row per checkpoint of an :func:`analyze` table, over its weight matrices (not the
+    per-head products ``attention_qk`` / ``attention_ov``): ``n_matrices``, ``n_flagged``
+    (rows with a note), the median, geometric mean and largest condition number and the layer
+    that has it, the median stable rank, and the mean alpha and alpha_weighted over the
+    layers whose fit is reliable (``n_alpha_reliable`` of them)."""
     import numpy as np
 
     def one(rows: pd.DataFrame) -> pd.Series:
@@ -124,8 +130,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             }
         )
 
-    groups = table.groupby("checkpoint", sort=False)
-    return groups[table.columns].apply(one).reset_index()
+    weights = table[~table["layer_type"].isin(["attention_qk", "attention_ov"])]
+    groups = weights.groupby("checkpoint", sort=False)
+    return groups[weights.columns].apply(one).reset_index()
 
 
 def write_table(table: pd.DataFrame, path: str | Path, metadata: Mapping[str, Any]) -> None:

@@ -26,7 +26,11 @@ Types (column ``layer_type``), from the name and the shape:
   each kernel position is one out x in matrix, named ``<layer>[i,j]``: the matrix the layer
   applies to the input at that offset. With ``conv="reshaped"`` the kernel is one
   out x (in * prod(kernel)) matrix;
-- ``linear``: any other 2-D tensor; ``tensor``: any other tensor of 3 or more dimensions
+- ``attention_qk``, ``attention_ov``: per head, the products W_Q,h^T W_K,h and W_O,h W_V,h
+  of each attention layer whose q, k, v and o are found, when the number of heads is known
+  (``config.json``, or an ``nn.MultiheadAttention``): :func:`attention_products`;
+- ``linear``: any other 2-D tensor (GPT-2's ``c_fc`` and ``c_proj``, stored in x out, are
+  transposed to out x in); ``tensor``: any other tensor of 3 or more dimensions
   (e.g. a stack of experts), reshaped to its first dimension x the rest. Leading dimensions of
   size 1 are dropped first (a ``(1, 197, 768)`` position embedding is a 197 x 768 matrix).
 
@@ -73,6 +77,7 @@ ATTENTION_PARTS = {
     **dict.fromkeys(("o_proj", "out_proj", "o", "wo", "c_proj"), "o"),
 }
 FUSED_ROWS = {"in_proj", "qkv", "qkv_proj", "wqkv", "to_qkv"}
+GPT2_CONV1D = {"c_proj", "c_fc"}  # GPT-2's Conv1D weights, stored in x out
 PER_HEAD_FUSED = {"gpt_neox", "bloom"}  # model types whose query_key_value interleaves heads
 
 
@@ -232,13 +237,13 @@ def matrices(
                 found.append(Matrix(name, key, kind, tensor[(slice(None), slice(None), *position)]))
             continue
         tensor = tensor.reshape(_squeezed(tensor.shape))
+        if last in GPT2_CONV1D:
+            tensor = tensor.mT  # stored in x out
         if tensor.ndim > 2:
             found.append(Matrix(layer, key, "tensor", tensor.reshape(tensor.shape[0], -1)))
-        elif (
-            last == "c_attn" or last in FUSED_ROWS and (last == "in_proj" or _is_attention(parents))
+        elif last in ("c_attn", "query_key_value") or (
+            last in FUSED_ROWS and (last == "in_proj" or _is_attention(parents))
         ):
-            found += _split(layer, key, tensor, last, config)
-        elif last == "query_key_value":
             found += _split(layer, key, tensor, last, config)
         elif last in ATTENTION_PARTS and (_is_attention(parents) or key.endswith("proj_weight")):
             found.append(Matrix(layer, key, f"attention_{ATTENTION_PARTS[last]}", tensor))
@@ -255,4 +260,63 @@ def matrices(
             found.append(Matrix(layer, key, "linear", tensor))
     for m in found:
         m.tensor_shape = tuple(entries[m.tensor].shape)
-    return found
+    return found + attention_products(found, config)
+
+
+def _attention_block(m: Matrix) -> str:
+    """The name of the attention layer a q/k/v/o matrix belongs to: its name up to the last
+    part that holds ``attn`` or ``attention``, else its parent (a fused part's grandparent)."""
+    parts = m.layer.split(".")
+    marked = [i for i, p in enumerate(parts) if "attn" in p.lower() or "attention" in p.lower()]
+    if marked and marked[-1] < len(parts) - 1:
+        return ".".join(parts[: marked[-1] + 1])
+    fused = m.layer.endswith((".q", ".k", ".v")) and m.layer_type != "attention_o"
+    return ".".join(parts[: -2 if fused else -1])
+
+
+def attention_products(found: list[Matrix], config: Mapping[str, Any]) -> list[Matrix]:
+    """Per head h of each attention layer with one q, k, v and o matrix, the products the
+    layer's function fixes (the factors are not: W_Q -> R W_Q, W_K -> R^-T W_K changes
+    nothing): ``<layer>.head{h}.qk`` = W_Q,h^T W_K,h and ``<layer>.head{h}.ov`` = W_O,h W_V,h,
+    d x d of rank <= the head dimension (so their condition number is inf and the pseudo
+    condition number is the one to read), computed in float64. W_Q,h are the rows of head
+    h, W_O,h the columns; grouped-query k, v heads are shared by H / KV query heads. Needs
+    the number of heads (``num_attention_heads`` or ``n_head`` in ``config``); none without
+    it."""
+    heads = config.get("num_attention_heads") or config.get("n_head")
+    if not isinstance(heads, int) or heads < 1:
+        return []
+    blocks: dict[str, dict[str, list[Matrix]]] = {}
+    for m in found:
+        if m.layer_type in ("attention_q", "attention_k", "attention_v", "attention_o"):
+            parts = blocks.setdefault(_attention_block(m), {})
+            parts.setdefault(m.layer_type[-1], []).append(m)
+    products = []
+    for block, parts in blocks.items():
+        if sorted(parts) != ["k", "o", "q", "v"] or any(len(p) != 1 for p in parts.values()):
+            continue
+        q, k, v, o = (parts[p][0].matrix.double() for p in "qkvo")  # products in float64
+        head_dim = q.shape[0] // heads
+        if q.shape[0] % heads or k.shape[0] % head_dim or o.shape[1] != q.shape[0]:
+            continue
+        kv_heads = k.shape[0] // head_dim
+        if heads % kv_heads or v.shape != k.shape or k.shape[1] != q.shape[1]:
+            continue
+        for h in range(heads):
+            rows = slice(h * head_dim, (h + 1) * head_dim)
+            g = h // (heads // kv_heads)
+            shared = slice(g * head_dim, (g + 1) * head_dim)
+            for kind, product, (a, b) in (
+                ("qk", q[rows].mT @ k[shared], (parts["q"][0], parts["k"][0])),
+                ("ov", o[:, rows] @ v[shared], (parts["o"][0], parts["v"][0])),
+            ):
+                products.append(
+                    Matrix(
+                        f"{block}.head{h}.{kind}".lstrip("."),
+                        f"{a.tensor} x {b.tensor}",
+                        f"attention_{kind}",
+                        product,
+                        tensor_shape=tuple(product.shape),
+                    )
+                )
+    return products
