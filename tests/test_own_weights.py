@@ -263,6 +263,7 @@ def test_missing_checkpoint_path_names_the_config_key(tmp_path):
 
 # End to end through Snakemake.
 OUTPUTS = [".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"]
+OUTPUTS += ["_errors.parquet", "_errors.csv"]
 
 
 def run_snakemake(workdir: Path, names: list[str]) -> subprocess.CompletedProcess:
@@ -304,8 +305,9 @@ def test_rule_end_to_end(state_dict, tmp_path):
         assert reason == "16x64 = 1024 elements, above the limit of 1023 (config key " + (
             "checkpoint_max_elements)"
         )
-        for suffix in OUTPUTS[3:]:
+        for suffix in OUTPUTS[3:5]:
             assert (out / f"{name}{suffix}").stat().st_size > 1000
+        assert pd.read_parquet(out / f"{name}_errors.parquet").empty  # one checkpoint
 
 
 def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp_path):
@@ -339,6 +341,12 @@ def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp
         "step10.pt": 4,
     }
     assert run_table["step"].unique().tolist() == [5, 10]
+    errors = pd.read_parquet(out / "run_errors.parquet")  # step10 is step5 x 2
+    kappa = errors[errors["component"] == "condition_number"]
+    assert len(kappa) == 8 and (kappa["relative_error"].abs() < 1e-12).all()
+    frobenius = errors[(errors["component"] == "frobenius_norm") & (errors["step"] == 10)]
+    np.testing.assert_allclose(frobenius["relative_error"], 1.0, rtol=1e-12)
+    assert pd.read_parquet(out / "hf_errors.parquet").empty
     save_file(
         {"layers.2.weight": sd["layers.3.weight"], "layers.3.weight": sd["layers.2.weight"]},
         str(hf / "model-00002-of-00002.safetensors"),

@@ -322,3 +322,46 @@ def test_grouped_query_heads_share_their_key_and_value():
     torch.testing.assert_close(found["self_attn.head3.qk"], q[9:12].T @ k[3:6])
     torch.testing.assert_close(found["self_attn.head2.ov"], o[:, 6:9] @ v[3:6])
     assert len([n for n in found if ".head" in n]) == 2 * heads
+
+
+def test_component_errors_against_a_reference_by_layer_name(weights, tmp_path):
+    """Against numpy: relative errors of kappa, the spectrum and the whole matrix; a DDP save
+    compared with a plain state dict matches by layer name; a run folder is compared with
+    its first checkpoint (zero errors there)."""
+    from matcond.own_weights.compare import component_errors
+
+    torch.manual_seed(2)
+    trained = {f"module.{k}": v + 0.1 * torch.randn_like(v) for k, v in weights.items()}
+    errors = component_errors(trained, weights).set_index(["layer", "component"])
+    w = trained["module.mlp.0.weight"].double().numpy()
+    w0 = weights["mlp.0.weight"].double().numpy()
+    s, s0 = (np.linalg.svd(m, compute_uv=False) for m in (w, w0))
+    expected = {
+        "condition_number": abs(s[0] / s[-1] - s0[0] / s0[-1]) / (s0[0] / s0[-1]),
+        "singular_values": np.linalg.norm(s - s0) / np.linalg.norm(s0),
+        "overall": np.linalg.norm(w - w0) / np.linalg.norm(w0),
+        "frobenius_norm": abs(np.linalg.norm(w) - np.linalg.norm(w0)) / np.linalg.norm(w0),
+    }
+    for component, value in expected.items():
+        got = errors.loc[("mlp.0", component), "relative_error"]
+        assert got == pytest.approx(value, rel=1e-10), component
+    assert errors.loc[("mlp.0", "condition_number"), "reference_value"] == pytest.approx(
+        s0[0] / s0[-1], rel=1e-12
+    )
+    assert set(errors.index.get_level_values("layer")) == {m.layer for m in matrices(weights)}
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(weights, run / "step0.pt")
+    torch.save(trained, run / "step9.pt")
+    along = component_errors(run)
+    first = along[along["checkpoint"] == "step0.pt"]
+    assert (first["relative_error"] == 0).all() and set(along["reference"]) == {"step0.pt"}
+    last = along[along["checkpoint"] == "step9.pt"].set_index(["layer", "component"])
+    pd.testing.assert_series_equal(last["relative_error"], errors["relative_error"])
+    with pytest.raises(ValueError, match="the reference holds 2 checkpoints"):
+        component_errors(trained, run)
+    with pytest.raises(ValueError, match="no layer of 'state_dict' is in the reference"):
+        component_errors({"other.weight": torch.eye(3)}, weights)
+    wider = dict(weights) | {"mlp.0.weight": torch.randn(33, D)}
+    with pytest.raises(ValueError, match=r"layer 'mlp.0': \(33, 16\) here, \(32, 16\)"):
+        component_errors(wider, weights)

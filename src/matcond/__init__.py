@@ -1,16 +1,17 @@
 """matcond: structural components of weight matrices and Gauss-Newton conditioning.
 
 The math behind the Snakemake workflow lives here; rules and scripts only glue it together.
-``matcond.analyze`` and ``matcond.summarize`` are :mod:`matcond.own_weights`'s.
+``matcond.analyze``, ``matcond.summarize`` and ``matcond.component_errors`` are
+:mod:`matcond.own_weights`'s.
 """
 
 import importlib
 
-__all__ = ["analyze", "summarize"]
+__all__ = ["analyze", "component_errors", "summarize"]
 
 
 def __getattr__(name: str):
-    """``analyze`` and ``summarize`` from :mod:`matcond.own_weights`, imported on first use:
+    """The functions of :mod:`matcond.own_weights` named in ``__all__``, imported on first use:
     by name, not by an import statement, so that the rules' code fingerprints
     (:mod:`matcond.fingerprints` follows import statements) do not take in that code."""
     if name in __all__:

@@ -415,7 +415,8 @@ def all_targets():
     analyses = expand(
         "results/checkpoints/{name}{suffix}",
         name=config["checkpoints"],
-        suffix=[".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"],
+        suffix=[".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"]
+        + ["_errors.parquet", "_errors.csv"],
     )
     claims = ["results/claims.csv", "results/claims.parquet", "results/claims.html"]
     claims += ["results/readings.md"]

@@ -22,8 +22,9 @@ CHECKPOINT_SETTINGS = json.dumps(
 
 
 rule analyse_weights:
-    """Per-layer spectral table (parquet, CSV), the entries skipped and why, and the
-    singular-value figure of one configured weight file."""
+    """Per-layer spectral table (parquet, CSV), the entries skipped and why, the figure, and
+    for a folder of checkpoints every checkpoint's component errors against the first.
+    """
     input:
         lambda wildcards: input_files(config["checkpoints"][wildcards.name]),
     output:
@@ -36,6 +37,8 @@ rule analyse_weights:
             category="Your weights",
         ),
         pdf="results/checkpoints/{name}_spectra.pdf",
+        errors="results/checkpoints/{name}_errors.parquet",
+        errors_csv="results/checkpoints/{name}_errors.csv",
     log:
         "results/logs/checkpoints/{name}.log",
     benchmark:

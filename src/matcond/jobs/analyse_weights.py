@@ -1,12 +1,16 @@
 """Rule `analyse_weights`: weights (a file, a model folder, a folder of checkpoints) -> table
-of its matrices (parquet, CSV), the entries skipped and why, the figure."""
+of its matrices (parquet, CSV), the entries skipped and why, the figure, and for a folder of
+checkpoints the component errors of each against the first (empty for one checkpoint)."""
 
 import hashlib
 import json
 import sys
 
+import pandas as pd
+
 from matcond.figures.own_weights import plot_own_weights
 from matcond.own_weights import analyse, write_table
+from matcond.own_weights.compare import COLUMNS, component_errors
 
 
 def main(snakemake) -> None:
@@ -22,6 +26,11 @@ def main(snakemake) -> None:
     write_table(table, snakemake.output.table, metadata)
     table.to_csv(snakemake.output.csv, index=False)
     skipped.to_csv(snakemake.output.skipped, index=False)
+    errors = pd.DataFrame(columns=COLUMNS)  # a single checkpoint: nothing to compare with
+    if table["checkpoint"].nunique() > 1:
+        errors = component_errors(path, **settings)
+    write_table(errors, snakemake.output.errors, metadata)
+    errors.to_csv(snakemake.output.errors_csv, index=False)
     name = snakemake.wildcards.name
     plot_own_weights(table, spectra, name, snakemake.output.png, snakemake.output.pdf)
     for checkpoint, rows in table.groupby("checkpoint", sort=False) if len(table) else ():

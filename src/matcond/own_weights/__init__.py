@@ -15,45 +15,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matcond.own_weights.compare import component_errors
 from matcond.own_weights.layers import MAX_ELEMENTS
+
+__all__ = ["analyse", "analyze", "component_errors", "summarize", "write_table"]
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     import torch
-
-
-def _checkpoints(
-    source: str | Path | torch.nn.Module | Mapping[str, Any], config: Mapping | None
-) -> list[tuple[str, int | None, dict[str, Any], dict[str, Any], dict[str, str]]]:
-    """(name, step, entries, model config, layer types known from the modules) of each
-    checkpoint ``source`` stands for."""
-    from matcond.own_weights.load import load_source, model_config, sources
-
-    if isinstance(source, str | Path):
-        return [
-            (s.name, s.step, load_source(s), dict(config or model_config(s)), {})
-            for s in sources(source)
-        ]
-    if hasattr(source, "state_dict"):  # an nn.Module; a Hugging Face model carries its config
-        import torch
-
-        own = getattr(source, "config", None)
-        own = own.to_dict() if hasattr(own, "to_dict") else {}
-        embeddings = (torch.nn.Embedding, torch.nn.EmbeddingBag)
-        types = {
-            f"{name}.weight".lstrip("."): "embedding"
-            for name, module in source.named_modules()
-            if isinstance(module, embeddings)
-        }
-        heads = {
-            m.num_heads for m in source.modules() if isinstance(m, torch.nn.MultiheadAttention)
-        }
-        if len(heads) == 1:  # the heads of the attention layers, where they agree
-            own.setdefault("num_attention_heads", heads.pop())
-        entries = dict(source.state_dict())
-        return [(type(source).__name__, None, entries, dict(config or own), types)]
-    return [("state_dict", None, dict(source), dict(config or {}), {})]
 
 
 def analyse(
@@ -78,10 +48,11 @@ def analyse(
     import pandas as pd
 
     from matcond.own_weights.layers import matrices, skipped_entries
+    from matcond.own_weights.load import checkpoint_entries
     from matcond.own_weights.metrics import analyse_matrices
 
     tables, spectra, skipped = [], {}, []
-    for name, step, entries, model_config, types in _checkpoints(source, config):
+    for name, step, entries, model_config, types in checkpoint_entries(source, config):
         found = matrices(entries, model_config, conv, max_elements, types)
         table, spectra[name] = analyse_matrices(
             found, effective_rank_thresholds, rank_rtol, name, step
