@@ -365,3 +365,52 @@ def test_component_errors_against_a_reference_by_layer_name(weights, tmp_path):
     wider = dict(weights) | {"mlp.0.weight": torch.randn(33, D)}
     with pytest.raises(ValueError, match=r"layer 'mlp.0': \(33, 16\) here, \(32, 16\)"):
         component_errors(wider, weights)
+
+
+def dense_gn_kappa(net: torch.nn.Module, x: torch.Tensor) -> float:
+    """kappa over the nonzero eigenvalues of (1/n) J^T J, J the Jacobian of the outputs on x
+    with respect to every weight, by autodiff in float64 (eigenvalues above 1e-10 lambda_max)."""
+    params = dict(net.named_parameters())
+
+    def outputs(p):
+        return torch.func.functional_call(net, p, (x,)).reshape(-1)
+
+    jac = torch.func.jacrev(outputs)(params)
+    j = torch.cat([jac[name].reshape(jac[name].shape[0], -1) for name in params], dim=1)
+    eigenvalues = torch.linalg.eigvalsh(j.T @ j / x.shape[0])
+    kept = eigenvalues[eigenvalues > 1e-10 * eigenvalues[-1]]
+    return float((kept[-1] / kept[0]).detach())
+
+
+@pytest.mark.parametrize("activation", ["linear", "leaky_relu"])
+def test_the_gauss_newton_condition_of_a_models_stack(activation, tmp_path):
+    from matcond.own_weights.gauss_newton import gauss_newton_condition
+
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(6, 5, bias=False), torch.nn.Linear(5, 3, bias=False)]
+    if activation == "linear":
+        layers.insert(1, torch.nn.Linear(5, 5, bias=False))
+    else:
+        layers.insert(1, torch.nn.LeakyReLU(0.2))
+    net = torch.nn.Sequential(*layers).double()
+    x = torch.randn(40, 6, dtype=torch.float64)
+    torch.save(net.state_dict(), tmp_path / "net.pt")
+    result = gauss_newton_condition(tmp_path / "net.pt", x, activation, alpha=0.2)
+    assert result["kappa"] == pytest.approx(dense_gn_kappa(net, x), rel=1e-8)
+    assert result["reliable"] and result["bound_over_kappa"] >= 1 and result["note"] == ""
+    assert result["bound_name"] == ("lemma2_convex" if activation == "linear" else "lemma4")
+
+
+def test_the_gauss_newton_condition_says_what_it_leaves_out_and_refuses_what_does_not_chain():
+    from matcond.own_weights.gauss_newton import gauss_newton_condition
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 3))
+    x = torch.randn(30, 6)
+    assert gauss_newton_condition(net, x)["note"] == "nonzero biases left out: ['0.bias', '1.bias']"
+    with pytest.raises(ValueError, match=r"layer '0' takes 6 inputs, it is given 7"):
+        gauss_newton_condition(net, torch.randn(30, 7))
+    with pytest.raises(ValueError, match=r"layer '1' takes 5 inputs, it is given 6"):
+        gauss_newton_condition(net, x, layers=["1", "0"])
+    with pytest.raises(ValueError, match=r"leaky_relu is for one hidden layer: 2 matrices, not 1"):
+        gauss_newton_condition(net, x, "leaky_relu", layers=["0"])

@@ -1,19 +1,26 @@
 """matcond: structural components of weight matrices and Gauss-Newton conditioning.
 
 The math behind the Snakemake workflow lives here; rules and scripts only glue it together.
-``matcond.analyze``, ``matcond.summarize`` and ``matcond.component_errors`` are
-:mod:`matcond.own_weights`'s.
+The functions for your own weights are here too: ``matcond.analyze``, ``matcond.summarize``,
+``matcond.component_errors`` and ``matcond.gauss_newton_condition`` (docs/own-weights.md).
 """
 
 import importlib
 
-__all__ = ["analyze", "component_errors", "summarize"]
+# Where each of them lives.
+_OWN_WEIGHTS = {
+    "analyze": "matcond.own_weights",
+    "summarize": "matcond.own_weights",
+    "component_errors": "matcond.own_weights.compare",
+    "gauss_newton_condition": "matcond.own_weights.gauss_newton",
+}
+__all__ = list(_OWN_WEIGHTS)
 
 
 def __getattr__(name: str):
-    """The functions of :mod:`matcond.own_weights` named in ``__all__``, imported on first use:
-    by name, not by an import statement, so that the rules' code fingerprints
-    (:mod:`matcond.fingerprints` follows import statements) do not take in that code."""
-    if name in __all__:
-        return getattr(importlib.import_module("matcond.own_weights"), name)
+    """The functions of ``__all__``, imported on first use: by name, not by an import
+    statement, so that the rules' code fingerprints (:mod:`matcond.fingerprints` follows
+    import statements) do not take in that code."""
+    if name in _OWN_WEIGHTS:
+        return getattr(importlib.import_module(_OWN_WEIGHTS[name]), name)
     raise AttributeError(f"module 'matcond' has no attribute {name!r}")

@@ -6,7 +6,9 @@ condition numbers and components of :mod:`matcond.components`.
 >>> matcond.summarize(table)                               # a row per checkpoint
 
 Where the files come from: :mod:`.load`; which matrices and their names: :mod:`.layers`; the
-columns: :mod:`.metrics`. The rule ``analyse_weights`` runs the same code.
+columns: :mod:`.metrics`; errors against a reference checkpoint: :mod:`.compare`; the exact
+Gauss-Newton condition number of a linear or leaky-ReLU stack on your data:
+:mod:`.gauss_newton`. The rule ``analyse_weights`` runs the same code.
 """
 
 from __future__ import annotations
@@ -15,10 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from matcond.own_weights.compare import component_errors
 from matcond.own_weights.layers import MAX_ELEMENTS
-
-__all__ = ["analyse", "analyze", "component_errors", "summarize", "write_table"]
 
 if TYPE_CHECKING:
     import numpy as np
