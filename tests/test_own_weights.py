@@ -347,6 +347,9 @@ def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp
     frobenius = errors[(errors["component"] == "frobenius_norm") & (errors["step"] == 10)]
     np.testing.assert_allclose(frobenius["relative_error"], 1.0, rtol=1e-12)
     assert pd.read_parquet(out / "hf_errors.parquet").empty
+    log = (tmp_path / "results" / "logs" / "checkpoints" / "run.log").read_text()
+    assert "run: step5.pt: 4 matrices analysed, 0 entries skipped" in log
+    assert "run: step10.pt: 4 matrices analysed" in log
     save_file(
         {"layers.2.weight": sd["layers.3.weight"], "layers.3.weight": sd["layers.2.weight"]},
         str(hf / "model-00002-of-00002.safetensors"),

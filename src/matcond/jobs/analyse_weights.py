@@ -33,12 +33,14 @@ def main(snakemake) -> None:
     errors.to_csv(snakemake.output.errors_csv, index=False)
     name = snakemake.wildcards.name
     plot_own_weights(table, spectra, name, snakemake.output.png, snakemake.output.pdf)
-    for checkpoint, rows in table.groupby("checkpoint", sort=False) if len(table) else ():
-        print(f"{path}: {checkpoint}: matrices analysed: {len(rows)}", file=sys.stderr)
+    analysed, left = table["checkpoint"].value_counts(), skipped["checkpoint"].value_counts()
+    for checkpoint in spectra:  # every checkpoint, in order
+        print(
+            f"{path}: {checkpoint}: {analysed.get(checkpoint, 0)} matrices analysed, "
+            f"{left.get(checkpoint, 0)} entries skipped (why: {snakemake.output.skipped})",
+            file=sys.stderr,
+        )
     if not len(table):
         print(f"{path}: no weight tensor of 2 or more dimensions: empty table", file=sys.stderr)
-    for row in skipped.itertuples():
-        what = f"{row.checkpoint}: {row.tensor} ({row.tensor_shape or '-'})"
-        print(f"skipped {what}: {row.reason}", file=sys.stderr)
     for row in table[table["note"] != ""].itertuples():
         print(f"flagged {row.checkpoint}: {row.layer}: {row.note}", file=sys.stderr)
