@@ -98,10 +98,21 @@ def test_a_lone_shard_is_refused_naming_its_index(weights, tmp_path):
     assert "checkpoints.m: 'm' lists shards that are missing" in str(err.value)
 
 
-def test_a_torch_bin_model_folder(weights, tmp_path):
+def test_torch_bin_model_folders_whole_and_sharded(weights, tmp_path):
     (tmp_path / "hf").mkdir()
     torch.save(weights, tmp_path / "hf" / "pytorch_model.bin")
-    assert matcond.analyze(tmp_path / "hf")["layer"].is_unique
+    whole = matcond.analyze(tmp_path / "hf")
+    assert whole["layer"].is_unique
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    keys, weight_map = list(weights), {}
+    for i, part in enumerate((keys[: len(keys) // 2], keys[len(keys) // 2 :])):
+        shard = f"pytorch_model-{i + 1:05d}-of-00002.bin"
+        torch.save({k: weights[k] for k in part}, sharded / shard)
+        weight_map |= dict.fromkeys(part, shard)
+    index = {"weight_map": weight_map}
+    (sharded / "pytorch_model.bin.index.json").write_text(json.dumps(index))
+    pd.testing.assert_frame_equal(numbers(matcond.analyze(sharded)), numbers(whole))
 
 
 def test_two_saves_of_one_model_join_on_the_layer_name(weights, tmp_path):
