@@ -99,7 +99,10 @@ def _shards(index: Path) -> tuple[Path, ...]:
             f"index {str(index)!r} is not a shard index ({type(err).__name__}: {err})"
         ) from None
     if not names or not all(isinstance(n, str) and "/" not in n for n in names):
-        raise CheckpointError(f"index {str(index)!r} lists no shard files in its weight_map")
+        raise CheckpointError(
+            f"index {str(index)!r} lists no shard files in its weight_map, or a path outside "
+            "its folder"
+        )
     shards = tuple(index.parent / n for n in names)
     if missing := [str(s) for s in shards if not s.is_file()]:
         raise CheckpointError(f"index {str(index)!r} lists shards that are missing: {missing}")
