@@ -83,12 +83,21 @@ class _UniqueKeyLoader(_SafeLoader):
 
 
 def load_yaml(path: str | Path) -> Any:
-    """A YAML file's content; ConfigError naming the file for a duplicate key or bad YAML."""
+    """A YAML file's content; ConfigError naming the file when it is missing, not a regular
+    file (a FIFO is never opened: it would block), unreadable, or has a duplicate key or bad
+    YAML."""
+    from matcond.files import file_kind
+
+    if kind := file_kind(path):
+        what = "does not exist" if kind == "missing" else f"is {kind}, not a YAML file"
+        raise ConfigError(f"{path} {what}")
     try:
         with open(path) as fh:
             return yaml.load(fh, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except (ConfigError, yaml.YAMLError) as err:
         raise ConfigError(f"{path}: {err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path} cannot be read ({err})") from None
 
 
 def check_finite(value: Any, where: str = "", _seen: set[int] | None = None) -> None:

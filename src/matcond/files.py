@@ -12,9 +12,11 @@ time.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,8 +110,8 @@ def _read_arrow(path: str | Path, columns: list[str] | None):
     import pyarrow.parquet as pq
 
     path = Path(path)
-    if not path.is_file():
-        raise DamagedFileError(path, "not a regular file")
+    if kind := file_kind(path):
+        raise DamagedFileError(path, f"not a regular file: {kind}")
     try:
         return pq.read_table(path, columns=columns, page_checksum_verification=True)
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
@@ -323,8 +325,31 @@ def load_trial_weights(manifest: str | Path, trial: str, spec_json: str) -> dict
     return load_weights(path, spec_json)
 
 
+def file_kind(path: str | Path) -> str | None:
+    """What ``path`` is when it is not a regular file (after symlinks), e.g. 'a FIFO (named
+    pipe)', 'a device file', 'a symlink loop', 'a broken symlink', 'a directory', 'missing';
+    None for a regular file. Never opens it (a FIFO would block)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symlink loop"
+        return "a broken symlink" if os.path.islink(path) else "missing"
+    for test, kind in (
+        (stat.S_ISREG, None),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a device file"),
+        (stat.S_ISBLK, "a device file"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def not_a_file(path: Path) -> str | None:
-    """'not a regular file' or 'empty file', or None."""
-    if not path.is_file():
-        return "not a regular file"
+    """'not a regular file: <what it is>' (:func:`file_kind`) or 'empty file', or None."""
+    if kind := file_kind(path):
+        return f"not a regular file: {kind}"
     return "empty file" if path.stat().st_size == 0 else None

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import torch
 
 from matcond.config import ConfigError
-from matcond.files import safetensors_header
+from matcond.files import file_kind, safetensors_header
 
 
 class CheckpointError(ValueError):
@@ -151,7 +151,9 @@ def sources(path: str | Path) -> list[Source]:
             )
         return [Source(path.name, (path,), config=_config_beside(path.parent))]
     if not path.is_dir():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
+        kind = file_kind(path)
+        what = "does not exist" if kind == "missing" else f"is {kind}, not a weight file"
+        raise CheckpointError(f"checkpoint {str(path)!r} {what}")
     if model := _model_folder(path, path.name, None):
         return [model]
     found = []
@@ -265,8 +267,9 @@ def load_file(path: str | Path) -> dict[str, Any]:
     import torch
 
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist or is not a file")
+    if kind := file_kind(path):
+        what = "does not exist" if kind == "missing" else f"is {kind}, not a weight file"
+        raise CheckpointError(f"checkpoint {str(path)!r} {what}")
     if problem := file_problem(path):
         raise CheckpointError(f"checkpoint {str(path)!r} {problem}")
     with open(path, "rb") as fh:
