@@ -273,3 +273,17 @@ def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
     assert "bomb" in proc.stdout and "Additional properties" in proc.stdout, (
         proc.stdout + proc.stderr
     )
+
+
+def test_a_config_above_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
+    """A YAML file of more than MAX_YAML_BYTES (1 MiB; the paper's config is 12 KB) is named
+    with its size; it is not parsed (a parser that ran would fail on this content)."""
+    from matcond.config import MAX_YAML_BYTES
+
+    big = tmp_path / "big.yaml"
+    big.write_text("{unclosed: [" + "x" * MAX_YAML_BYTES)
+    with pytest.raises(ConfigError, match=r"big.yaml is 1.0 MiB, above the 1 MiB a config"):
+        load_yaml(big)
+    small = tmp_path / "small.yaml"
+    small.write_text("a: 1\n")
+    assert load_yaml(small) == {"a": 1}

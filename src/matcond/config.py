@@ -82,15 +82,25 @@ class _UniqueKeyLoader(_SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# Largest YAML file read (config, claims): the paper's config is 12 KB, its claims 45 KB;
+# a YAML file of megabytes takes seconds to parse, 50 MB minutes.
+MAX_YAML_BYTES = 2**20
+
+
 def load_yaml(path: str | Path) -> Any:
     """A YAML file's content; ConfigError naming the file when it is missing, not a regular
-    file (a FIFO is never opened: it would block), unreadable, or has a duplicate key or bad
-    YAML."""
+    file (a FIFO is never opened: it would block), larger than MAX_YAML_BYTES, unreadable, or
+    has a duplicate key or bad YAML."""
     from matcond.files import file_kind
 
     if kind := file_kind(path):
         what = "does not exist" if kind == "missing" else f"is {kind}, not a YAML file"
         raise ConfigError(f"{path} {what}")
+    if (size := os.path.getsize(path)) > MAX_YAML_BYTES:
+        raise ConfigError(
+            f"{path} is {size / 2**20:.1f} MiB, above the {MAX_YAML_BYTES // 2**20} MiB a "
+            "config or claims file may have (they name settings; data belong in files)"
+        )
     try:
         with open(path) as fh:
             return yaml.load(fh, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
