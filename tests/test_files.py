@@ -17,6 +17,7 @@ from matcond.files import (
     SETTINGS_KEY,
     DamagedFileError,
     file_record,
+    load_trial_weights,
     load_weights,
     read_parquet,
     read_trials,
@@ -295,3 +296,27 @@ def test_a_safetensors_header_nested_past_the_recursion_limit_is_damage(tmp_path
     path = tmp_path / "w.safetensors"
     path.write_bytes(len(header).to_bytes(8, "little") + header)
     assert file_problem(path).startswith("unreadable header (RecursionError")
+
+
+def test_weights_rescaled_with_their_digest_recomputed_are_caught_by_the_manifest(tmp_path, spec):
+    """Weights x 1.1 written back with a fresh SHA-256 inside the file (the file's own check
+    passes) do not match the digest the block's manifest holds, outside the file."""
+    trial = trial_of(spec)
+    directory = tmp_path / "trials" / trial.cell
+    directory.mkdir(parents=True)
+    path = directory / f"seed{trial.seed}.safetensors"
+    weights = {"final.product": np.arange(16.0).reshape(4, 4), "target.product": np.eye(4)}
+    write_weights(weights, json.loads(trial.spec_json), path)
+    manifest = directory / "seeds0-3.json"
+    records = {
+        f"seed{trial.seed}": {"diverged_epoch": None, "files": {path.name: file_record(path)}}
+    }
+    write_manifest(manifest, json.loads(block_request([trial])), records)
+    trial_path = f"{trial.cell}/seed{trial.seed}"
+    assert np.array_equal(
+        load_trial_weights(manifest, trial_path, trial.spec_json)["target.product"], np.eye(4)
+    )
+    write_weights({k: 1.1 * v for k, v in weights.items()}, json.loads(trial.spec_json), path)
+    assert load_weights(path, trial.spec_json)  # consistent with its own digest ...
+    with pytest.raises(DamagedFileError, match="not the file its block's manifest lists"):
+        load_trial_weights(manifest, trial_path, trial.spec_json)  # ... not with the manifest's
