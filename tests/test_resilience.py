@@ -252,6 +252,15 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
     ]
     damaged = [truncated, replaced, *manifests, table_csv, claims_csv, figure]
 
+    dry = snakemake(workdir, "-n")  # names them, moves nothing, says how to see the rebuild
+    for path in damaged:
+        assert f"Note: {path.relative_to(workdir)} is damaged" in dry and path.exists()
+    files = dry.split("to see it, add --forcerun ")[1].split(" to this command")[0].split()
+    forced = snakemake(workdir, "-n", "--forcerun", *files)
+    assert "Nothing to be done" not in forced
+    for path in [*manifests, table_csv, claims_csv, figure]:  # planned, as outputs of jobs
+        assert re.search(rf"output: [^\n]*{re.escape(str(path.relative_to(workdir)))}", forced)
+
     output = snakemake(workdir, "--cores", "2")
     for path in damaged:
         moved = results / "damaged" / path.relative_to(results)

@@ -474,6 +474,22 @@ def set_aside_damaged_outputs():
         else:
             fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
         print(f"Note: {path} is damaged ({problem}): {fate}", file=sys.stderr)
+    # the files rules make (a trial file is rebuilt through its block's manifest)
+    rebuilt = [
+        str(path)
+        for path in damaged
+        if str(path) != REPORT
+        and not (path.parts[1] == "trials" and path.suffix != ".json")
+    ]
+    if workflow.output_settings.dryrun and rebuilt:
+        # Snakemake takes its forced targets before the Snakefile is read: say how to see them
+        listed = " ".join(rebuilt) if len(rebuilt) <= 20 else "<the files named above>"
+        print(
+            f"Note: this dry run's plan leaves out the rebuild of the {len(rebuilt)} damaged "
+            f"files above (and of what depends on them); to see it, add --forcerun {listed} "
+            "to this command",
+            file=sys.stderr,
+        )
 
 
 set_aside_damaged_outputs()
