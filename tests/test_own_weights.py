@@ -219,23 +219,33 @@ class Payload:
         return (open, (self.marker, "w"))
 
 
-@pytest.mark.parametrize("fmt", ["pickle", "torch"])
+@pytest.mark.parametrize("fmt", ["pickle", "pickle5", "torch"])
 def test_code_running_pickle_is_refused_and_runs_nothing(tmp_path, monkeypatch, fmt):
+    """Also a plain pickle of the default protocol (5), which torch cannot read at all: it is
+    named unsafe with the callables its opcodes name (read without running them)."""
     live = tmp_path / "live"
     pickle.loads(pickle.dumps(Payload(live)))  # the payload works when unpickled ...
     assert live.exists()
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.pt"
     state = {"fc.weight": torch.eye(2), "hook": Payload(marker)}
-    if fmt == "pickle":
-        path.write_bytes(pickle.dumps(state, protocol=2))
+    if fmt.startswith("pickle"):
+        path.write_bytes(pickle.dumps(state, protocol=5 if fmt == "pickle5" else 2))
     else:
         torch.save(state, path)
     # ... and is refused even when torch is told to drop weights_only where not explicit
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
-    with pytest.raises(UnsafeCheckpointError, match=r"refusing to load checkpoint .*evil\.pt"):
+    with pytest.raises(
+        UnsafeCheckpointError, match=r"refusing to load checkpoint .*evil\.pt"
+    ) as err:
         load_checkpoint(path)
     assert not marker.exists()
+    if fmt == "pickle5":
+        assert "a plain pickle that calls" in str(err.value) and "io.open" in str(err.value)
+    plain = tmp_path / "plain.pkl"
+    plain.write_bytes(pickle.dumps({"lr": 0.1, "names": ["a"]}, protocol=5))
+    with pytest.raises(CheckpointError, match="is a plain pickle, not a torch.save file"):
+        load_checkpoint(plain)
 
 
 def test_unreadable_files_name_the_file(tmp_path):

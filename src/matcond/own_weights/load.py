@@ -28,6 +28,7 @@ import codecs
 import json
 import pickle
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,6 +256,26 @@ def _flatten(obj: Any, prefix: str, out: dict[str, Any], depth: int = 0) -> None
         out[prefix or "value"] = obj
 
 
+def _pickle_callables(path: Path) -> list[str] | None:
+    """The functions and classes a pickle would call (``module.name``), read from its opcodes
+    without running any (:func:`pickletools.genops`); None if it is not a readable pickle."""
+    import pickletools
+
+    found, strings = [], []
+    try:
+        with open(path, "rb") as fh:
+            for opcode, arg, _ in pickletools.genops(fh):
+                if isinstance(arg, str) and opcode.name != "GLOBAL":
+                    strings = [*strings[-1:], arg]
+                elif opcode.name in ("GLOBAL", "INST"):
+                    found.append(arg.replace(" ", "."))
+                elif opcode.name == "STACK_GLOBAL" and len(strings) == 2:
+                    found.append(".".join(strings))
+    except (ValueError, EOFError, pickle.UnpicklingError, UnicodeDecodeError):
+        return None
+    return sorted(set(found))
+
+
 def load_file(path: str | Path) -> dict[str, Any]:
     """The entries of one safetensors or torch file, tensors on the CPU, by name.
 
@@ -289,17 +310,29 @@ def load_file(path: str | Path) -> dict[str, Any]:
     if is_zip or head == LEGACY_MAGIC:
         what = "a corrupt or truncated torch file"
     try:
-        loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip)
+        with warnings.catch_warnings():  # torch warns of a plain pickle's protocol first
+            warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+            loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip)
     except pickle.UnpicklingError as err:
         found = re.search(r"WeightsUnpickler error:\s*(.*?)(?: Please use|\n|$)", str(err))
         reason = found.group(1) if found else str(err)
-        if re.search("GLOBAL|allowlist", reason):  # a function or class, not a bad opcode
-            raise UnsafeCheckpointError(
-                f"refusing to load checkpoint {str(path)!r}: unpickling it needs more than "
-                f"tensors and could run code ({reason}). "
-                "Save model.state_dict() with torch.save, or convert the file to safetensors."
-            ) from None
-        raise CheckpointError(f"checkpoint {str(path)!r} is {what}: {reason}") from None
+        if not re.search("GLOBAL|allowlist", reason) and head.startswith(b"\x80"):
+            # a plain pickle (not torch.save's format), which torch cannot read: what it calls
+            if (callables := _pickle_callables(path)) is None:
+                raise CheckpointError(f"checkpoint {str(path)!r} is {what}: {reason}") from None
+            if not callables:
+                raise CheckpointError(
+                    f"checkpoint {str(path)!r} is a plain pickle, not a torch.save file or "
+                    "safetensors"
+                ) from None
+            reason = f"a plain pickle that calls {', '.join(callables[:5])}"
+        elif not re.search("GLOBAL|allowlist", reason):  # a bad opcode, not a callable
+            raise CheckpointError(f"checkpoint {str(path)!r} is {what}: {reason}") from None
+        raise UnsafeCheckpointError(
+            f"refusing to load checkpoint {str(path)!r}: unpickling it needs more than "
+            f"tensors and could run code ({reason}). "
+            "Save model.state_dict() with torch.save, or convert the file to safetensors."
+        ) from None
     except Exception as err:  # torch raises many types for a file that is not a checkpoint
         raise CheckpointError(
             f"checkpoint {str(path)!r} is {what}: {type(err).__name__}: {err}"
