@@ -275,3 +275,19 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
     assert compared_files(workdir) == compared_files(reference)
     assert figure.stat().st_size > 0
     assert "Nothing to be done" in snakemake(workdir, "-n")
+
+
+def test_a_dangling_symlink_in_place_of_a_trial_file(reference, tmp_path):
+    """A dry run names it (and its block's manifest) and plans nothing wrong; the run sets
+    it aside and rebuilds the trial byte for byte."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(reference, workdir, symlinks=True)
+    trial = sorted((workdir / "results" / "trials").rglob("seed*.parquet"))[2]
+    trial.unlink()
+    os.symlink(tmp_path / "nowhere.parquet", trial)
+    dry = snakemake(workdir, "-n")
+    relative = trial.relative_to(workdir)
+    assert f"Note: {relative} is damaged (not a regular file: a broken symlink)" in dry
+    snakemake(workdir, "--cores", "2")
+    assert not trial.is_symlink()
+    assert compared_files(workdir) == compared_files(reference)
