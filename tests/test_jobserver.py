@@ -139,7 +139,7 @@ def test_the_client_imports_no_more_than_the_standard_library():
 
 
 def test_same_bytes_as_in_process(server, spec, tmp_path, monkeypatch):
-    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    monkeypatch.setenv(ADDRESS_ENV, server.published)
     served = job(spec, tmp_path / "served", "trial")
     assert request_job(served) == 0
     local = job(spec, tmp_path / "local", "trial")
@@ -166,7 +166,7 @@ def same_file(local: dict, served: dict, key: str) -> bytes:
 
 def test_an_aggregation_served_is_the_same_as_in_process(server, spec, tmp_path, monkeypatch):
     """Not only trials: any rule's job (here `aggregate`) gives the same bytes either way."""
-    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    monkeypatch.setenv(ADDRESS_ENV, server.published)
     cell = Trial(json.dumps(spec, sort_keys=True)).cell
     block = job(spec, tmp_path / "results" / "trials", cell, seeds=(0, 1))
     run_here(block)
@@ -206,7 +206,7 @@ def test_without_a_server_the_caller_runs_the_trial(spec, tmp_path, monkeypatch)
 def test_a_failing_trial_reports_its_status_and_logs_the_traceback(
     server, spec, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    monkeypatch.setenv(ADDRESS_ENV, server.published)
     failing = job({**spec, "optimizer": "lbfgs"}, tmp_path, "bad")
     assert request_job(failing) == 1
     assert "Traceback" in Path(failing["log"]).read_text()
@@ -233,7 +233,7 @@ def test_an_idle_connection_holds_up_no_other_job(server, spec, tmp_path, monkey
     idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     idle.connect(server.address)
     idle.sendall(b'{"rule": ')  # no newline
-    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    monkeypatch.setenv(ADDRESS_ENV, server.published)
     trial = job(spec, tmp_path, "after_idle", seeds=(0,))
     started = time.monotonic()
     assert request_job(trial) == 0
@@ -257,10 +257,29 @@ def test_a_server_that_does_not_answer_fails_the_job_naming_it(tmp_path, monkeyp
     listener.close()
 
 
+def test_a_job_without_the_servers_token_is_refused_and_runs_in_its_own_process(
+    server, spec, tmp_path, monkeypatch
+):
+    """The server a job talks to must be its run's: a request with another token (another
+    run's server at that address) or none is refused, no child is forked, the job runs in
+    its own process and the first line of its log says why."""
+    for published in (f"{server.address}#{'0' * 32}", server.address):
+        monkeypatch.setenv(ADDRESS_ENV, published)
+        with pytest.raises(client.JobRefused, match="not this run's server"):
+            request_job(job(spec, tmp_path / "refused", "trial"))
+        assert not children(server) and server.process.poll() is None
+    trial = job(spec, tmp_path / "here", "trial")
+    client.run_job(trial, execute)  # as the client does: refused, so run here
+    log = Path(trial["log"]).read_text()
+    assert log.startswith(f"the job server at {server.address} refused this job")
+    assert SERVED_BY not in log and trial_file(trial, spec["seed"], ".parquet").exists()
+
+
 def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(server.address)
-    conn.sendall(json.dumps({**long_trial(spec, tmp_path), "cwd": os.getcwd()}).encode() + b"\n")
+    sent = {**long_trial(spec, tmp_path), "cwd": os.getcwd(), "token": server.token}
+    conn.sendall(json.dumps(sent).encode() + b"\n")
     wait_until(lambda: len(children(server)) == 1)
     conn.close()  # what the job's end (kill, Ctrl-C) does to its connection
     wait_until(lambda: not children(server))
@@ -270,7 +289,7 @@ def test_a_cancelled_job_takes_its_child_with_it(server, spec, tmp_path):
 def test_a_killed_trial_is_reported_with_its_signal(server, spec, tmp_path, monkeypatch):
     """The trial's child killed (as by the out-of-memory killer): the job learns the signal,
     not that the server stopped; the server goes on."""
-    monkeypatch.setenv(ADDRESS_ENV, server.address)
+    monkeypatch.setenv(ADDRESS_ENV, server.published)
     status = []
     trial = long_trial(spec, tmp_path)
     thread = threading.Thread(target=lambda: status.append(request_job(trial)))
@@ -285,7 +304,7 @@ def test_a_killed_trial_is_reported_with_its_signal(server, spec, tmp_path, monk
 
 def test_stopping_the_server_fails_the_running_job(spec, tmp_path, monkeypatch):
     own = JobServer.start()
-    monkeypatch.setenv(ADDRESS_ENV, own.address)
+    monkeypatch.setenv(ADDRESS_ENV, own.published)
     errors = []
 
     def run() -> None:

@@ -48,7 +48,7 @@ def start_job_server():
     if config["job_server"] and own_environment:
         server = JobServer.start()
         if server is not None:
-            os.environ[ADDRESS_ENV] = server.address
+            os.environ[ADDRESS_ENV] = server.published
             JOB_SERVERS.append(server)
 
 

@@ -21,10 +21,15 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+# The run's server as ``<socket path>#<token>``: the token, drawn per server, goes with every
+# request, and a server refuses a request without its own (another run's job).
 ADDRESS_ENV = "MATCOND_JOB_SERVER"
+TOKEN_ENV = "MATCOND_JOB_SERVER_TOKEN"  # the server's own token, in its environment
 # The protocol: the job sends its request (one line of JSON); the server's child answers
-# STARTED at once, then the job's exit status (one line) when it ends.
+# STARTED at once, then the job's exit status (one line) when it ends; or the server
+# answers REFUSED (a request without its token).
 STARTED = b"started\n"
+REFUSED = b"refused\n"
 # The longest a server may take to start a job: past it the job fails, naming the server
 # (stopped, overloaded, or not ours: a stale $MATCOND_JOB_SERVER), instead of waiting forever.
 ANSWER_SECONDS = 120.0
@@ -87,9 +92,10 @@ def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -
     return {**params, "job": job}
 
 
-def job_from_request(request: Mapping[str, Any]) -> SimpleNamespace:
+def job_from_request(request: Mapping[str, Any], note: str = "") -> SimpleNamespace:
     """What a job's ``main`` reads, from its request: ``rule``, ``input``, ``output``,
-    ``params``, ``wildcards``, ``log`` (``NamedList``), ``threads``, ``config``."""
+    ``params``, ``wildcards``, ``log`` (``NamedList``), ``threads``, ``config``; and ``note``,
+    a first line for the job's log ('' for none)."""
 
     def named(key: str) -> NamedList:
         return NamedList(request[key]["entries"], request[key]["named"])
@@ -106,17 +112,25 @@ def job_from_request(request: Mapping[str, Any]) -> SimpleNamespace:
         log=NamedList([request["log"]]),
         threads=request["threads"],
         config=request["config"],
+        note=note,
     )
+
+
+class JobRefused(RuntimeError):
+    """The server named by ``$MATCOND_JOB_SERVER`` is not this run's: it refused the job."""
 
 
 def request_job(request: Mapping[str, Any]) -> int | None:
     """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
 
-    None if there is no server to ask (the caller then runs the job itself); minus the
+    None if there is no server to ask (the caller then runs the job itself); JobRefused if
+    the server is another run's (its token differs); minus the
     signal's number if a signal killed the job's process (e.g. SIGKILL from the
     out-of-memory killer); a server that goes away while the job runs is an error.
     """
-    address = os.environ.get(ADDRESS_ENV)
+    address, hashed, token = os.environ.get(ADDRESS_ENV, "").rpartition("#")
+    if not hashed:  # an address without a token (no server of ours publishes one)
+        address, token = token, ""
     if not address:
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -132,10 +146,16 @@ def request_job(request: Mapping[str, Any]) -> int | None:
     with conn:
         replies = conn.makefile("rb")
         try:
-            conn.sendall(json.dumps({**request, "cwd": os.getcwd()}).encode() + b"\n")
+            sent = {**request, "cwd": os.getcwd(), "token": token}
+            conn.sendall(json.dumps(sent).encode() + b"\n")
             reply = replies.readline()
         except TimeoutError as err:
             raise RuntimeError(_no_answer(address)) from err
+        if reply == REFUSED:
+            raise JobRefused(
+                f"the job server at {address} refused this job (not this run's server: its "
+                "token differs); the job ran in its own process"
+            )
         if reply == STARTED:  # the job runs: its status comes when it ends, however long
             conn.settimeout(None)
             reply = replies.readline()
@@ -154,9 +174,13 @@ def _no_answer(address: str) -> str:
 def run_job(request: Mapping[str, Any], execute: Callable[[SimpleNamespace], None]) -> None:
     """Run the job on the job server if one runs, else here with ``execute``; exit with a
     message naming the log if it fails."""
-    status = request_job(request)
+    note = ""
+    try:
+        status = request_job(request)
+    except JobRefused as refused:
+        status, note = None, str(refused)
     if status is None:
-        execute(job_from_request(request))
+        execute(job_from_request(request, note))
     elif status < 0:
         sys.exit(
             f"the job's process on the job server was killed by {signal.Signals(-status).name} "

@@ -40,6 +40,7 @@ import itertools
 import json
 import os
 import pkgutil
+import secrets
 import shutil
 import signal
 import socket
@@ -53,7 +54,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from matcond.execution.client import STARTED, job_from_request
+from matcond.execution.client import REFUSED, STARTED, TOKEN_ENV, job_from_request
 from matcond.execution.joblog import logging_to
 
 READY = b"ready\n"
@@ -102,6 +103,8 @@ def execute(snakemake, server_pid: int | None = None) -> None:
     with logging_to(snakemake.log[0]), threadpool_limits(limits=snakemake.threads):
         if server_pid is not None:
             print(f"{SERVED_BY}{server_pid} (child {os.getpid()})", file=sys.stderr)
+        if getattr(snakemake, "note", ""):
+            print(snakemake.note, file=sys.stderr)
         module.main(snakemake)
 
 
@@ -158,14 +161,16 @@ def serve(address: str) -> None:
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
+    token = os.environ.get(TOKEN_ENV, "")
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=_serve_one, args=(conn, listener), daemon=True).start()
+        threading.Thread(target=_serve_one, args=(conn, listener, token), daemon=True).start()
 
 
-def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
+def _serve_one(conn: socket.socket, listener: socket.socket, token: str) -> None:
     """Read one request (a client that sends none within :data:`REQUEST_SECONDS` is dropped,
-    and holds up no other), fork its child, report the child's death."""
+    and holds up no other); refuse it without ``token`` (another run's job: it then runs in
+    its own process and its log says so), else fork its child and report the child's death."""
     try:
         conn.settimeout(REQUEST_SECONDS)
         request = conn.makefile("rb").readline()
@@ -174,6 +179,17 @@ def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
         request = b""
     if not request:  # the job went away before sending it, or sent no line
         conn.close()
+        return
+    try:
+        sent = json.loads(request)
+    except ValueError:
+        sent = {}
+    if not isinstance(sent, dict) or sent.get("token") != token:
+        with contextlib.suppress(OSError):
+            conn.sendall(REFUSED)
+        conn.close()
+        log = sent.get("log", "?") if isinstance(sent, dict) else "?"
+        print(f"job server: refused a job without this run's token (log {log})", file=sys.stderr)
         return
     pid = os.fork()
     if pid == 0:
@@ -213,10 +229,12 @@ def _remove_stale_directories() -> None:
 class JobServer:
     """A running server: :meth:`start` it, publish its address, :meth:`stop` it."""
 
-    def __init__(self, process: subprocess.Popen, directory: Path):
+    def __init__(self, process: subprocess.Popen, directory: Path, token: str):
         self.process = process
         self.directory = directory
         self.address = str(directory / SOCKET)
+        self.token = token
+        self.published = f"{self.address}#{token}"  # what $MATCOND_JOB_SERVER holds
 
     @classmethod
     def start(cls, timeout: float = STARTUP_SECONDS) -> JobServer | None:
@@ -224,16 +242,17 @@ class JobServer:
         # /tmp, not the working directory: a socket path has at most 107 bytes
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
+        token = secrets.token_hex(16)
         process = subprocess.Popen(
             [sys.executable, "-m", "matcond.execution.jobserver", str(directory / SOCKET)],
             stdout=subprocess.PIPE,
-            env={**os.environ, **SERVER_THREADS},
+            env={**os.environ, **SERVER_THREADS, TOKEN_ENV: token},
         )
         ready: list[bytes] = []
         reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()))
         reader.start()
         reader.join(timeout)
-        server = cls(process, directory)
+        server = cls(process, directory, token)
         if ready != [READY]:
             server.stop()
             message = "job server did not start: every job runs in its own process"
