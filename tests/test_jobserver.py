@@ -476,3 +476,36 @@ def test_a_run_never_sends_its_jobs_to_an_inherited_server(tmp_path, server):
     assert run.returncode == 0, run.stderr[-2000:]
     assert connections == []
     assert list((tmp_path / "results" / "trials").rglob("seed0.parquet"))
+
+
+def test_a_stopped_server_fails_its_waiting_job_within_seconds(spec, tmp_path, monkeypatch):
+    """SIGSTOP on the server: a job that asks it fails within a few POLL_SECONDS naming the
+    stopped server (not after ANSWER_SECONDS); after SIGCONT the next job runs there; a
+    server gone (its pid file naming a process that has exited) is named as gone."""
+    own = JobServer.start()
+    assert own is not None
+    monkeypatch.setenv(ADDRESS_ENV, own.published)
+    try:
+        os.kill(own.process.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=f"the job server at {own.address} is stopped"):
+            request_job(job(spec, tmp_path / "stopped", "trial"))
+        assert time.monotonic() - started < 10 * client.POLL_SECONDS < client.ANSWER_SECONDS
+        os.kill(own.process.pid, signal.SIGCONT)
+        assert request_job(job(spec, tmp_path / "resumed", "trial")) == 0
+    finally:
+        os.kill(own.process.pid, signal.SIGCONT)
+        own.stop()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a silent listener ...
+    address = str(tmp_path / "silent" / SOCKET)
+    Path(address).parent.mkdir()
+    listener.bind(address)
+    listener.listen(1)
+    exited = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    Path(address).with_name("pid").write_text(exited.stdout)  # ... whose server has exited
+    monkeypatch.setenv(ADDRESS_ENV, address)
+    with pytest.raises(RuntimeError, match="is gone"):
+        request_job({"rule": "x", "log": str(tmp_path / "log")})
+    listener.close()

@@ -17,7 +17,9 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,6 +35,9 @@ REFUSED = b"refused\n"
 # The longest a server may take to start a job: past it the job fails, naming the server
 # (stopped, overloaded, or not ours: a stale $MATCOND_JOB_SERVER), instead of waiting forever.
 ANSWER_SECONDS = 120.0
+# How often a job waiting for its server to start it checks that the server still runs.
+POLL_SECONDS = 1.0
+PID_FILE = "pid"  # the server's pid, beside its socket
 
 
 class NamedList(list):
@@ -124,51 +129,105 @@ def request_job(request: Mapping[str, Any]) -> int | None:
     """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
 
     None if there is no server to ask (the caller then runs the job itself); JobRefused if
-    the server is another run's (its token differs); minus the
-    signal's number if a signal killed the job's process (e.g. SIGKILL from the
-    out-of-memory killer); a server that goes away while the job runs is an error.
+    the server is another run's (its token differs); minus the signal's number if a signal
+    killed the job's process (e.g. SIGKILL from the out-of-memory killer). A server that is
+    stopped or gone before it starts the job (checked every :data:`POLL_SECONDS`), that does
+    not start it within :data:`ANSWER_SECONDS`, or that goes away while the job runs, is an
+    error naming it.
     """
     address, hashed, token = os.environ.get(ADDRESS_ENV, "").rpartition("#")
     if not hashed:  # an address without a token (no server of ours publishes one)
         address, token = token, ""
     if not address:
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.settimeout(ANSWER_SECONDS)
-    try:
-        conn.connect(address)
-    except TimeoutError as err:
-        conn.close()
-        raise RuntimeError(_no_answer(address)) from err
-    except OSError:
-        conn.close()
+    deadline = time.monotonic() + ANSWER_SECONDS
+    conn = _connect(address, deadline)
+    if conn is None:
         return None
     with conn:
-        replies = conn.makefile("rb")
-        try:
-            sent = {**request, "cwd": os.getcwd(), "token": token}
-            conn.sendall(json.dumps(sent).encode() + b"\n")
-            reply = replies.readline()
-        except TimeoutError as err:
-            raise RuntimeError(_no_answer(address)) from err
+        sent = {**request, "cwd": os.getcwd(), "token": token}
+        conn.sendall(json.dumps(sent).encode() + b"\n")
+        reply, rest = _line(conn, b"", address, deadline)
         if reply == REFUSED:
             raise JobRefused(
                 f"the job server at {address} refused this job (not this run's server: its "
                 "token differs); the job ran in its own process"
             )
         if reply == STARTED:  # the job runs: its status comes when it ends, however long
-            conn.settimeout(None)
-            reply = replies.readline()
+            reply, _ = _line(conn, rest, address, None)
     if not reply:
         raise RuntimeError(f"the job server at {address} stopped before the job finished")
     return int(reply)
 
 
-def _no_answer(address: str) -> str:
-    return (
-        f"the job server at {address} did not start the job within {ANSWER_SECONDS:.0f} s "
-        f"(stopped or hung; if it is not this run's, unset {ADDRESS_ENV})"
+def _connect(address: str, deadline: float) -> socket.socket | None:
+    """A connection to the server (None if nothing listens there), retried while its backlog
+    is full and the server is alive, until ``deadline``."""
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(POLL_SECONDS)
+        try:
+            conn.connect(address)
+            return conn
+        except TimeoutError:
+            conn.close()
+            _check_alive(address, deadline)
+        except OSError:
+            conn.close()
+            return None
+
+
+def _line(
+    conn: socket.socket, pending: bytes, address: str, deadline: float | None
+) -> tuple[bytes, bytes]:
+    """The next line from ``conn`` (b'' at its end) and the bytes after it. With a
+    ``deadline``, the server is checked every POLL_SECONDS while it is awaited."""
+    conn.settimeout(None if deadline is None else POLL_SECONDS)
+    while b"\n" not in pending:
+        try:
+            chunk = conn.recv(4096)
+        except TimeoutError:
+            _check_alive(address, deadline)
+            continue
+        if not chunk:
+            return pending, b""
+        pending += chunk
+    line, _, rest = pending.partition(b"\n")
+    return line + b"\n", rest
+
+
+def _check_alive(address: str, deadline: float) -> None:
+    """RuntimeError naming the server if it is stopped or gone (its pid file, /proc), or if
+    ``deadline`` has passed."""
+    state = _server_state(address)
+    if state in ("T", "t"):
+        why = "is stopped (SIGSTOP or a debugger)"
+    elif state in ("Z", "X", "gone"):
+        why = "is gone"
+    elif time.monotonic() > deadline:
+        why = f"did not start the job within {ANSWER_SECONDS:.0f} s (hung, or overloaded)"
+    else:
+        return
+    raise RuntimeError(
+        f"the job server at {address} {why}; if it is not this run's, unset {ADDRESS_ENV}"
     )
+
+
+def _server_state(address: str) -> str | None:
+    """The state letter of the server's process (/proc/<pid>/stat: 'R', 'S', 'T' for
+    stopped...), 'gone' if it no longer exists, None if that cannot be told (no pid file
+    beside the socket, no /proc)."""
+    try:
+        pid = int(Path(address).with_name(PID_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return "gone" if Path("/proc/self/stat").exists() else None
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[0]
 
 
 def run_job(request: Mapping[str, Any], execute: Callable[[SimpleNamespace], None]) -> None:

@@ -22,9 +22,12 @@ and the server forks a child that runs exactly what the job would have run in it
   server with the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is
   also in Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
 - A connection is read in a thread of its own, and dropped if it sends no request within
-  :data:`REQUEST_SECONDS`: an idle client holds up no other job. A job whose server does not
-  start it within :data:`matcond.execution.client.ANSWER_SECONDS` (stopped, hung, or not
-  this run's: each run drops an inherited ``$MATCOND_JOB_SERVER``) fails, saying so.
+  :data:`REQUEST_SECONDS`: an idle client holds up no other job. A job checks every second
+  that its server runs (its pid beside the socket, /proc) while it waits to be started, and
+  fails, saying so, if the server is stopped or gone, or has not started it within
+  :data:`matcond.execution.client.ANSWER_SECONDS` (hung). A request without the server's
+  token (drawn per server, published with its address) is refused: the job runs in its own
+  process (each run also drops an inherited ``$MATCOND_JOB_SERVER``).
 - The server never touches CUDA before forking (a CUDA context does not survive ``fork``);
   each child initialises its own.
 - Snakemake's ``benchmark:`` of a served job measures the waiting client: its wall time is
@@ -54,7 +57,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from matcond.execution.client import REFUSED, STARTED, TOKEN_ENV, job_from_request
+from matcond.execution.client import PID_FILE, REFUSED, STARTED, TOKEN_ENV, job_from_request
 from matcond.execution.joblog import logging_to
 
 READY = b"ready\n"
@@ -158,6 +161,7 @@ def serve(address: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(64)
+    Path(directory, PID_FILE).write_text(str(os.getpid()))  # a waiting job checks on it
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
