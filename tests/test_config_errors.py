@@ -287,3 +287,12 @@ def test_a_config_above_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
     small = tmp_path / "small.yaml"
     small.write_text("a: 1\n")
     assert load_yaml(small) == {"a": 1}
+
+
+def test_a_boolean_key_from_the_command_line_is_read_as_a_boolean():
+    """`--config job_server=false` reaches the workflow as the string 'false'."""
+    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    for given, expected in (("false", False), ("True", True), (False, False)):
+        assert validate_config({**config, "job_server": given})["job_server"] is expected
+    with pytest.raises(ConfigError, match="config key job_server: 'no' is not of type 'boolean'"):
+        validate_config({**config, "job_server": "no"})

@@ -187,9 +187,15 @@ GENERATED_TABLES = ("theory", "readings", "diverged_trials")
 
 
 def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return a validated deep copy of ``config`` with every default filled in."""
+    """Return a validated deep copy of ``config`` with every default filled in; a top-level
+    boolean key given as the string 'true' or 'false' (``--config key=false``) is read as
+    that boolean."""
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
+    for key, value in filled.items():  # --config job_server=false reaches us as 'false'
+        typed = schema["properties"].get(key, {}).get("type") == "boolean"
+        if typed and isinstance(value, str) and value.lower() in ("true", "false"):
+            filled[key] = value.lower() == "true"
     check_finite(filled)
     raise_first_error(_FillingValidator(schema), filled)
     for name in filled["experiments"]:
