@@ -168,10 +168,7 @@ def lemma2_bound(
     """
     device = device_of(weights, x, sigma)
     mats = as_float64_list(weights, device, "weights")
-    cov = input_covariance(
-        None if x is None else as_float64(x, device, "x"),
-        sigma=None if sigma is None else as_float64(sigma, device, "sigma"),
-    )
+    cov = input_covariance(x, sigma=sigma, device=device)
     return _deep_bound("lemma2", mats, cov.kappa, form)
 
 
@@ -187,10 +184,7 @@ def lemma1_bound(
         raise ValueError("Lemma 1 is for one hidden layer: weights [V, W]")
     device = device_of(weights, x, sigma)
     v, w = as_float64_list(weights, device, "weights")
-    cov = input_covariance(
-        None if x is None else as_float64(x, device, "x"),
-        sigma=None if sigma is None else as_float64(sigma, device, "sigma"),
-    )
+    cov = input_covariance(x, sigma=sigma, device=device)
     w_max, w_min = squared_extremes(w, "rows")
     v_max, v_min = squared_extremes(v, "cols")
     denominator = w_min + v_min

@@ -65,9 +65,13 @@ class InputCovariance:
 
 
 def input_covariance(
-    x: ArrayLike | None = None, *, sigma: ArrayLike | None = None
+    x: ArrayLike | None = None,
+    *,
+    sigma: ArrayLike | None = None,
+    device: torch.device | None = None,
 ) -> InputCovariance:
-    """Factor ``Sigma`` from samples ``x`` (``n x d``) or from a given covariance ``sigma``.
+    """Factor ``Sigma`` from samples ``x`` (``n x d``) or from a given covariance ``sigma``,
+    on ``device`` (default: theirs; a caller gives its weights' device).
 
     From samples the factor comes from the SVD of ``x`` (rank cut at
     ``max(n, d) * eps * s_max`` on singular values, far cleaner than cutting eigenvalues of
@@ -76,7 +80,7 @@ def input_covariance(
     """
     if (x is None) == (sigma is None):
         raise ValueError("give exactly one of x (samples) and sigma (covariance)")
-    device = device_of(x, sigma)
+    device = device_of(x, sigma) if device is None else device
     if x is not None:
         samples = as_float64(x, device, "x")
         if samples.ndim != 2:

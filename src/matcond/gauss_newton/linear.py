@@ -38,7 +38,6 @@ import torch
 
 from matcond.gauss_newton._arrays import (
     ArrayLike,
-    as_float64,
     as_float64_list,
     device_of,
     matrix_rank,
@@ -205,10 +204,7 @@ def linear_gn_structure(
     """Factor a deep linear network's GN matrix; data as samples ``x`` (``n x d``) or ``sigma``."""
     device = device_of(weights, x, sigma)
     mats = as_float64_list(weights, device, "weights")
-    cov = input_covariance(
-        None if x is None else as_float64(x, device, "x"),
-        sigma=None if sigma is None else as_float64(sigma, device, "sigma"),
-    )
+    cov = input_covariance(x, sigma=sigma, device=device)
     if mats[0].shape[1] != cov.dim:
         raise ValueError(f"W_1 takes {mats[0].shape[1]} inputs but the data have {cov.dim}")
     outer, inner = partial_products(mats)
