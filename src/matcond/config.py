@@ -91,11 +91,10 @@ def load_yaml(path: str | Path) -> Any:
     """A YAML file's content; ConfigError naming the file when it is missing, not a regular
     file (a FIFO is never opened: it would block), larger than MAX_YAML_BYTES, unreadable, or
     has a duplicate key or bad YAML."""
-    from matcond.files import file_kind
+    from matcond.files import not_readable_as
 
-    if kind := file_kind(path):
-        what = "does not exist" if kind == "missing" else f"is {kind}, not a YAML file"
-        raise ConfigError(f"{path} {what}")
+    if problem := not_readable_as(path, "a YAML file"):
+        raise ConfigError(f"{path} {problem}")
     if (size := os.path.getsize(path)) > MAX_YAML_BYTES:
         raise ConfigError(
             f"{path} is {size / 2**20:.1f} MiB, above the {MAX_YAML_BYTES // 2**20} MiB a "

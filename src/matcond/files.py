@@ -348,6 +348,14 @@ def file_kind(path: str | Path) -> str | None:
     return "not a regular file"
 
 
+def not_readable_as(path: str | Path, what: str) -> str | None:
+    """Why ``path`` cannot be read as ``what`` (e.g. 'a weight file'), from :func:`file_kind`:
+    'does not exist' or 'is a FIFO (named pipe), not <what>'; None for a regular file."""
+    if (kind := file_kind(path)) is None:
+        return None
+    return "does not exist" if kind == "missing" else f"is {kind}, not {what}"
+
+
 def not_a_file(path: Path) -> str | None:
     """'not a regular file: <what it is>' (:func:`file_kind`) or 'empty file', or None."""
     if kind := file_kind(path):

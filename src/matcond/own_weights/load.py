@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import torch
 
 from matcond.config import ConfigError
-from matcond.files import file_kind, safetensors_header
+from matcond.files import not_readable_as, safetensors_header
 
 
 class CheckpointError(ValueError):
@@ -152,9 +152,7 @@ def sources(path: str | Path) -> list[Source]:
             )
         return [Source(path.name, (path,), config=_config_beside(path.parent))]
     if not path.is_dir():
-        kind = file_kind(path)
-        what = "does not exist" if kind == "missing" else f"is {kind}, not a weight file"
-        raise CheckpointError(f"checkpoint {str(path)!r} {what}")
+        raise CheckpointError(f"checkpoint {str(path)!r} {not_readable_as(path, 'a weight file')}")
     if model := _model_folder(path, path.name, None):
         return [model]
     found = []
@@ -288,9 +286,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
     import torch
 
     path = Path(path)
-    if kind := file_kind(path):
-        what = "does not exist" if kind == "missing" else f"is {kind}, not a weight file"
-        raise CheckpointError(f"checkpoint {str(path)!r} {what}")
+    if problem := not_readable_as(path, "a weight file"):
+        raise CheckpointError(f"checkpoint {str(path)!r} {problem}")
     if problem := file_problem(path):
         raise CheckpointError(f"checkpoint {str(path)!r} {problem}")
     with open(path, "rb") as fh:
