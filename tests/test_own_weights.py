@@ -41,13 +41,13 @@ RTOL = 1e-10
 def analyse_checkpoint(path, thresholds, rtol, max_elements=MAX_ELEMENTS, conv="reshaped"):
     """The table and the spectra (by layer) of a path holding one checkpoint; kernels reshaped
     to out x in*k, as numpy_reference does."""
-    table, spectra, _ = analyse(path, thresholds, rtol, max_elements, conv)
+    table, spectra, _, _ = analyse(path, thresholds, rtol, max_elements, conv)
     return table, next(iter(spectra.values()))
 
 
 def analyse_tensors(entries, thresholds=(0.01,), rtol=1e-10, max_elements=MAX_ELEMENTS):
     """The same for a dict of tensors."""
-    table, spectra, _ = analyse(entries, thresholds, rtol, max_elements, "reshaped")
+    table, spectra, _, _ = analyse(entries, thresholds, rtol, max_elements, "reshaped")
     return table, spectra["state_dict"]
 
 
@@ -201,7 +201,7 @@ def test_zero_matrix():
 def test_biases_only_give_an_empty_table_and_a_figure(tmp_path):
     path = tmp_path / "biases.safetensors"
     save_file({"fc.bias": torch.zeros(4), "bn.weight": torch.ones(4)}, str(path))
-    table, spectra, _ = analyse(path, THRESHOLDS, RTOL)
+    table, spectra, _, _ = analyse(path, THRESHOLDS, RTOL)
     assert table.empty and list(table.columns) == result_columns(THRESHOLDS)
     assert spectra == {"biases.safetensors": {}}
     assert str(table["effective_rank_t0.01"].dtype) == "Int64"
@@ -298,7 +298,7 @@ def test_rule_end_to_end(state_dict, tmp_path):
     write_config(tmp_path, {"st": "net.safetensors", "pt": "net.pt"}, checkpoint_max_elements=1023)
     proc = run_snakemake(tmp_path, ["st", "pt"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    direct, _, _ = analyse(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
+    direct, _, _, _ = analyse(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
     assert "fc1" not in set(direct["layer"]) and "fc2" in set(direct["layer"])
     for name, file in (("st", "net.safetensors"), ("pt", "net.pt")):
         table = pd.read_parquet(tmp_path / "results" / "checkpoints" / f"{name}.parquet")
@@ -483,7 +483,7 @@ import json, resource
 from matcond.own_weights import analyse
 vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 2**30, resource.RLIM_INFINITY))
-table, _, skipped = analyse({str(path)!r})
+table, _, skipped, _ = analyse({str(path)!r})
 print(json.dumps([table["layer"].tolist(), skipped.drop(columns="checkpoint").values.tolist()]))
 """
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)

@@ -279,7 +279,7 @@ def test_the_figure_of_a_run_has_a_panel_along_the_steps(weights, tmp_path):
     run.mkdir()
     for step in (1, 2):
         torch.save(weights, run / f"ckpt{step}.pt")
-    table, spectra, _ = analyse(run)
+    table, spectra, _, _ = analyse(run)
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
     plot_own_weights(table, spectra, "run", str(png), str(pdf))
     from PIL import Image
@@ -365,6 +365,8 @@ def test_component_errors_against_a_reference_by_layer_name(weights, tmp_path):
     torch.save(weights, run / "step0.pt")
     torch.save(trained, run / "step9.pt")
     along = component_errors(run)
+    pd.testing.assert_frame_equal(analyse(run, errors=True)[3], along)  # the rule's one pass
+    assert analyse(run / "step9.pt", errors=True)[3].empty  # one checkpoint: nothing to compare
     first = along[along["checkpoint"] == "step0.pt"]
     assert (first["relative_error"] == 0).all() and set(along["reference"]) == {"step0.pt"}
     last = along[along["checkpoint"] == "step9.pt"].set_index(["layer", "component"])

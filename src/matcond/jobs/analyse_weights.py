@@ -6,18 +6,15 @@ import hashlib
 import json
 import sys
 
-import pandas as pd
-
 from matcond.figures.own_weights import plot_own_weights
 from matcond.own_weights import analyse, write_table
-from matcond.own_weights.compare import COLUMNS, component_errors
 
 
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     settings = json.loads(snakemake.params.settings)
     path = snakemake.params.path
-    table, spectra, skipped = analyse(path, **settings)
+    table, spectra, skipped, errors = analyse(path, **settings, errors=True)
     digests = {}
     for file in snakemake.input:
         with open(file, "rb") as fh:
@@ -26,9 +23,6 @@ def main(snakemake) -> None:
     write_table(table, snakemake.output.table, metadata)
     table.to_csv(snakemake.output.csv, index=False)
     skipped.to_csv(snakemake.output.skipped, index=False)
-    errors = pd.DataFrame(columns=COLUMNS)  # a single checkpoint: nothing to compare with
-    if table["checkpoint"].nunique() > 1:
-        errors = component_errors(path, **settings)
     write_table(errors, snakemake.output.errors, metadata)
     errors.to_csv(snakemake.output.errors_csv, index=False)
     name = snakemake.wildcards.name

@@ -13,7 +13,7 @@ Gauss-Newton condition number of a linear or leaky-ReLU stack on your data:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,51 @@ if TYPE_CHECKING:
     import torch
 
 
+def checkpoint_entries(
+    source: str | Path | torch.nn.Module | Mapping[str, Any], config: Mapping | None
+) -> Iterator[tuple[str, int | None, dict[str, Any], dict[str, Any], dict[str, str]]]:
+    """(name, step, entries, model config, layer types known from the modules) of each
+    checkpoint ``source`` stands for, each loaded when reached (a run's checkpoints are not
+    held in memory together); what the path stands for is checked first."""
+    if isinstance(source, str | Path):
+        from matcond.own_weights.load import load_source, model_config, sources
+
+        for s in sources(source):
+            yield s.name, s.step, load_source(s), dict(config or model_config(s)), {}
+    elif hasattr(source, "state_dict"):  # an nn.Module; a Hugging Face model has its config
+        import torch
+
+        own = getattr(source, "config", None)
+        own = own.to_dict() if hasattr(own, "to_dict") else {}
+        embeddings = (torch.nn.Embedding, torch.nn.EmbeddingBag)
+        types = {
+            f"{name}.weight".lstrip("."): "embedding"
+            for name, module in source.named_modules()
+            if isinstance(module, embeddings)
+        }
+        heads = {
+            m.num_heads for m in source.modules() if isinstance(m, torch.nn.MultiheadAttention)
+        }
+        if len(heads) == 1:  # the heads of the attention layers, where they agree
+            own.setdefault("num_attention_heads", heads.pop())
+        entries = dict(source.state_dict())
+        yield type(source).__name__, None, entries, dict(config or own), types
+    else:
+        yield "state_dict", None, dict(source), dict(config or {}), {}
+
+
+def single_checkpoint(
+    source: str | Path | torch.nn.Module | Mapping[str, Any], config: Mapping | None, what: str
+) -> tuple[str, int | None, dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The :func:`checkpoint_entries` of a source of one checkpoint; ValueError naming it as
+    ``what`` if it holds several (counted without loading them)."""
+    from matcond.own_weights.load import sources
+
+    if isinstance(source, str | Path) and (count := len(sources(source))) != 1:
+        raise ValueError(f"{what} holds {count} checkpoints; give one of them")
+    return next(checkpoint_entries(source, config))
+
+
 def analyse(
     source: str | Path | torch.nn.Module | Mapping[str, Any],
     effective_rank_thresholds: Sequence[float] = (0.01,),
@@ -32,10 +77,14 @@ def analyse(
     max_elements: int = MAX_ELEMENTS,
     conv: str = "per_position",
     config: Mapping[str, Any] | None = None,
-) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]], pd.DataFrame]:
+    errors: bool = False,
+) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]], pd.DataFrame, pd.DataFrame | None]:
     """The table of ``source`` with one row per weight matrix, the singular values by
-    checkpoint and layer, and the entries not analysed (``checkpoint``, ``tensor``,
-    ``tensor_shape``, ``reason``).
+    checkpoint and layer, the entries not analysed (``checkpoint``, ``tensor``,
+    ``tensor_shape``, ``reason``) and, with ``errors``, the component errors of every
+    checkpoint against the first (:func:`.compare.component_errors` with no reference; empty
+    for a single checkpoint; None without ``errors``), all from one pass that loads each
+    checkpoint once.
 
     ``source``: a weight file, a Hugging Face model folder or shard index, a folder of
     checkpoints of one run (rows of every checkpoint, with its ``step``), an ``nn.Module`` or
@@ -46,11 +95,12 @@ def analyse(
     """
     import pandas as pd
 
+    from matcond.own_weights.compare import errors_between, errors_table
     from matcond.own_weights.layers import matrices, skipped_entries
-    from matcond.own_weights.load import checkpoint_entries
     from matcond.own_weights.metrics import analyse_matrices
 
-    tables, spectra, skipped = [], {}, []
+    tables, spectra, skipped, error_rows, first = [], {}, [], [], None
+    error_settings = (effective_rank_thresholds, rank_rtol)
     for name, step, entries, model_config, types in checkpoint_entries(source, config):
         found = matrices(entries, model_config, conv, max_elements, types)
         table, spectra[name] = analyse_matrices(
@@ -58,9 +108,18 @@ def analyse(
         )
         tables.append(table)
         skipped.append(skipped_entries(entries, max_elements).assign(checkpoint=name))
+        if not errors:
+            continue
+        current = (name, step, {m.layer: m for m in found})
+        first = first or current
+        if len(tables) == 2:  # a second checkpoint: the first against itself too
+            error_rows += errors_between(*first, first[0], first[2], *error_settings)
+        if len(tables) >= 2:
+            error_rows += errors_between(*current, first[0], first[2], *error_settings)
     skipped_table = pd.concat(skipped, ignore_index=True)
     skipped_table = skipped_table[["checkpoint", "tensor", "tensor_shape", "reason"]]
-    return pd.concat(tables, ignore_index=True), spectra, skipped_table
+    comparison = errors_table(error_rows) if errors else None
+    return pd.concat(tables, ignore_index=True), spectra, skipped_table, comparison
 
 
 def analyze(source: str | Path | torch.nn.Module | Mapping[str, Any], **settings) -> pd.DataFrame:

@@ -11,6 +11,7 @@ experiments report for a trained matrix against its target: ``row_norms``, ``col
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from matcond.own_weights.layers import MAX_ELEMENTS
 if TYPE_CHECKING:
     import pandas as pd
     import torch
+
+    from matcond.own_weights.layers import Matrix
 
 COLUMNS = [
     "checkpoint",
@@ -32,6 +35,54 @@ COLUMNS = [
     "reference_value",
     "relative_error",
 ]
+
+
+def errors_between(
+    name: str,
+    step: int | None,
+    found: Mapping[str, Matrix],
+    reference: str,
+    reference_found: Mapping[str, Matrix],
+    effective_rank_thresholds: Sequence[float],
+    rank_rtol: float,
+) -> list[tuple]:
+    """The rows (:data:`COLUMNS`) of checkpoint ``name``'s matrices ``found`` (by layer)
+    against those of the same layer in ``reference_found``; ValueError when no layer name
+    matches or the shapes of one differ."""
+    from matcond.components import compare
+    from matcond.own_weights.metrics import as_matrix
+
+    common = [layer for layer in found if layer in reference_found]
+    if not common:
+        raise ValueError(
+            f"no layer of {name!r} is in the reference {reference!r} "
+            f"(e.g. {list(found)[:3]} against {list(reference_found)[:3]})"
+        )
+    rows = []
+    for layer in common:
+        w, w_ref = as_matrix(found[layer].matrix), as_matrix(reference_found[layer].matrix)
+        if w.shape != w_ref.shape:
+            raise ValueError(f"layer {layer!r}: {w.shape} here, {w_ref.shape} in {reference!r}")
+        errors = compare(
+            w, w_ref, effective_rank_thresholds=effective_rank_thresholds, rank_rtol=rank_rtol
+        )
+        kind = found[layer].layer_type
+        rows += [
+            (name, step, reference, layer, kind, e.component, e.trained, e.target, e.error)
+            for e in errors
+        ]
+    return rows
+
+
+def errors_table(rows: list[tuple]) -> pd.DataFrame:
+    """The table of :func:`errors_between` rows, typed (``step`` Int64, numbers float64)."""
+    import numpy as np
+    import pandas as pd
+
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["step"] = table["step"].astype("Int64")
+    numbers = ["trained", "reference_value", "relative_error"]
+    return table.astype(dict.fromkeys(numbers, np.float64))
 
 
 def component_errors(
@@ -49,52 +100,25 @@ def component_errors(
     model folder, a module, a state dict); None: the first checkpoint of ``trained`` (a
     folder of a run's checkpoints, so the errors are against its earliest step). Matrices
     are matched by layer name and must have the same shape; ValueError when no name
-    matches, or for a reference of several checkpoints."""
-    import numpy as np
-    import pandas as pd
-
-    from matcond.components import compare
+    matches, or for a reference of several checkpoints. Checkpoints are loaded one at a
+    time."""
+    from matcond.own_weights import checkpoint_entries, single_checkpoint
     from matcond.own_weights.layers import matrices
-    from matcond.own_weights.load import checkpoint_entries
-    from matcond.own_weights.metrics import as_matrix
 
     def found(entries, model_config, types):
         return {m.layer: m for m in matrices(entries, model_config, conv, max_elements, types)}
 
     checkpoints = checkpoint_entries(trained, config)
     if reference is None:
-        ref_name, _, *ref = checkpoints[0]
+        first = next(checkpoints)
+        ref_name, ref_found = first[0], found(*first[2:])
+        checkpoints = itertools.chain([first], checkpoints)
     else:
-        refs = checkpoint_entries(reference, config)
-        if len(refs) != 1:
-            raise ValueError(f"the reference holds {len(refs)} checkpoints; give one of them")
-        ref_name, _, *ref = refs[0]
-    ref_matrices = found(*ref)
+        ref = single_checkpoint(reference, config, "the reference")
+        ref_name, ref_found = ref[0], found(*ref[2:])
     rows = []
     for name, step, *rest in checkpoints:
-        own = found(*rest)
-        common = [layer for layer in own if layer in ref_matrices]
-        if not common:
-            raise ValueError(
-                f"no layer of {name!r} is in the reference {ref_name!r} "
-                f"(e.g. {list(own)[:3]} against {list(ref_matrices)[:3]})"
-            )
-        for layer in common:
-            w, w_ref = as_matrix(own[layer].matrix), as_matrix(ref_matrices[layer].matrix)
-            if w.shape != w_ref.shape:
-                raise ValueError(f"layer {layer!r}: {w.shape} here, {w_ref.shape} in {ref_name!r}")
-            errors = compare(
-                w,
-                w_ref,
-                effective_rank_thresholds=effective_rank_thresholds,
-                rank_rtol=rank_rtol,
-            )
-            for e in errors:
-                rows.append(
-                    (name, step, ref_name, layer, own[layer].layer_type, e.component)
-                    + (e.trained, e.target, e.error)
-                )
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    table["step"] = table["step"].astype("Int64")
-    numbers = ["trained", "reference_value", "relative_error"]
-    return table.astype(dict.fromkeys(numbers, np.float64))
+        rows += errors_between(
+            name, step, found(*rest), ref_name, ref_found, effective_rank_thresholds, rank_rtol
+        )
+    return errors_table(rows)

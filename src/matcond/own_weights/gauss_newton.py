@@ -55,14 +55,11 @@ def gauss_newton_condition(
         lemma2_bound,
         linear_gn_spectrum,
     )
-    from matcond.own_weights.load import checkpoint_entries
+    from matcond.own_weights import single_checkpoint
 
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, not {activation!r}")
-    checkpoints = checkpoint_entries(source, config)
-    if len(checkpoints) != 1:
-        raise ValueError(f"the source holds {len(checkpoints)} checkpoints; give one of them")
-    _, _, entries, model_config, _ = checkpoints[0]
+    _, _, entries, model_config, _ = single_checkpoint(source, config, "the source")
     stack = _stack(entries, layers, model_config)
     if activation == "leaky_relu" and len(stack) != 2:
         raise ValueError(f"leaky_relu is for one hidden layer: 2 matrices, not {len(stack)}")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
 from matcond.config import ConfigError
 from matcond.files import not_readable_as, safetensors_header
@@ -364,34 +364,3 @@ def model_config(source: Source) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return config if isinstance(config, dict) else {}
-
-
-def checkpoint_entries(
-    source: str | Path | torch.nn.Module | Mapping[str, Any], config: Mapping | None
-) -> list[tuple[str, int | None, dict[str, Any], dict[str, Any], dict[str, str]]]:
-    """(name, step, entries, model config, layer types known from the modules) of each
-    checkpoint ``source`` stands for."""
-    if isinstance(source, str | Path):
-        return [
-            (s.name, s.step, load_source(s), dict(config or model_config(s)), {})
-            for s in sources(source)
-        ]
-    if hasattr(source, "state_dict"):  # an nn.Module; a Hugging Face model carries its config
-        import torch
-
-        own = getattr(source, "config", None)
-        own = own.to_dict() if hasattr(own, "to_dict") else {}
-        embeddings = (torch.nn.Embedding, torch.nn.EmbeddingBag)
-        types = {
-            f"{name}.weight".lstrip("."): "embedding"
-            for name, module in source.named_modules()
-            if isinstance(module, embeddings)
-        }
-        heads = {
-            m.num_heads for m in source.modules() if isinstance(m, torch.nn.MultiheadAttention)
-        }
-        if len(heads) == 1:  # the heads of the attention layers, where they agree
-            own.setdefault("num_attention_heads", heads.pop())
-        entries = dict(source.state_dict())
-        return [(type(source).__name__, None, entries, dict(config or own), types)]
-    return [("state_dict", None, dict(source), dict(config or {}), {})]
