@@ -111,7 +111,7 @@ def execute(snakemake, server_pid: int | None = None) -> None:
         module.main(snakemake)
 
 
-def _run_child(conn: socket.socket, request: bytes) -> None:
+def _run_child(conn: socket.socket, job: dict) -> None:
     """In the forked child: run the requested job, send its exit status, exit (never returns)."""
     status = 1
     try:
@@ -128,7 +128,6 @@ def _run_child(conn: socket.socket, request: bytes) -> None:
 
         threading.Thread(target=exit_if_job_is_gone, daemon=True).start()
         conn.sendall(STARTED)
-        job = json.loads(request)
         os.chdir(job["cwd"])
         execute(job_from_request(job), server_pid=os.getppid())
         status = 0
@@ -187,18 +186,19 @@ def _serve_one(conn: socket.socket, listener: socket.socket, token: str) -> None
     try:
         sent = json.loads(request)
     except ValueError:
-        sent = {}
-    if not isinstance(sent, dict) or sent.get("token") != token:
+        sent = None
+    sent = sent if isinstance(sent, dict) else {}
+    if sent.get("token") != token:
         with contextlib.suppress(OSError):
             conn.sendall(REFUSED)
         conn.close()
-        log = sent.get("log", "?") if isinstance(sent, dict) else "?"
+        log = sent.get("log", "?")
         print(f"job server: refused a job without this run's token (log {log})", file=sys.stderr)
         return
     pid = os.fork()
     if pid == 0:
         listener.close()
-        _run_child(conn, request)
+        _run_child(conn, sent)
     _report_death(pid, conn)
 
 
