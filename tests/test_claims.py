@@ -337,6 +337,44 @@ def test_a_theory_claim_is_the_ratio_predicted_over_measured_against_the_band():
     assert verdicts == {0.5: "reproduced", 0.75: "inconclusive", 1.5: "not reproduced"}
 
 
+def test_a_theory_ratio_claim_holds_a_per_trial_prediction_against_the_measurement():
+    """Prediction 1.1 x the measurement per trial (the depth formula's layout: a
+    ``predicted_flow`` matrix beside ``product``): the paired ratio of medians is 1.1, its
+    interval narrow, against the theory band; 3 x is refuted."""
+    rng = np.random.default_rng(1)
+    errors = rng.lognormal(0, 2, SEEDS)
+    rows = trial_rows("condition_number", errors, depth=3)
+    for factor, matrix in ((1.1, "predicted_flow"), (3.0, "predicted_init")):
+        rows += [
+            {**r, "matrix": matrix, "error": factor * r["error"]}
+            for r in trial_rows("condition_number", errors, depth=3)
+        ]
+    tables = {"depth_theory": pd.DataFrame(rows)}
+    claims = [
+        claim(
+            f"c_{matrix}",
+            "theory",
+            where="theory (depth)",
+            table="depth_theory",
+            kind="ratio",
+            filter={"component": "condition_number", "matrix": matrix, "depth": 3},
+            baseline={"component": "condition_number", "depth": 3},
+        )
+        for matrix in ("predicted_flow", "predicted_init")
+    ]
+    table = evaluate(
+        {"default_tolerance": 0.25, "theory_band": [0.8, 1.25], "claims": claims}, tables
+    ).set_index("claim_id")
+    flow, init = table.loc["c_predicted_flow"], table.loc["c_predicted_init"]
+    assert flow["measured"] == pytest.approx(1.1) and init["measured"] == pytest.approx(3.0)
+    assert flow["ci_low"] == pytest.approx(1.1) and flow["ci_high"] == pytest.approx(1.1)
+    assert (flow["band_low"], flow["band_high"]) == (0.8, 1.25)
+    assert flow["statistic"] == "predicted / measured median" and flow["paired"]
+    assert (flow["verdict"], init["verdict"]) == ("reproduced", "not reproduced")
+    assert flow["source"] == init["source"] == "own check"
+    assert flow["note"].startswith("the check catches a prediction")
+
+
 def gn_table(tightness, relative_error=1e-12, reliable=True) -> pd.DataFrame:
     """A GN sweep's table: two depths per seed, the bound's tightness given per seed at depth
     3 (depth 2: 1.5), kappa growing with depth."""

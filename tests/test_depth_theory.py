@@ -5,11 +5,21 @@ matrix of the network's Jacobian, and gradient descent simulated layer by layer.
 from itertools import pairwise
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from matcond.depth_theory import bottom_overlap, flow, flow_operator, predicted_error
+from matcond.depth_theory import (
+    bottom_overlap,
+    flow,
+    flow_operator,
+    mean_flow,
+    predicted_error,
+    summary_table,
+    trial_rows,
+)
 from matcond.gauss_newton import LinearNet, linear_gn_matrix, reference_gn_matrix
+from matcond.run import run_trial
 
 WIDTHS = [[3, 5, 4], [4, 2, 6, 3], [3, 4, 5, 2, 4], [5, 5, 5, 5]]  # d = a_0, ..., k = a_L
 
@@ -135,3 +145,89 @@ def test_bottom_overlap_of_an_eigenvector_and_of_its_complement():
     assert bottom_overlap(operator, np.array([0, 0, 0, 2.0]), 1) == pytest.approx(1.0)
     assert bottom_overlap(operator, np.array([1.0, 0, 0, 0]), 3) == pytest.approx(0.0)
     assert bottom_overlap(operator, np.array([1.0, 1.0, 0, 0]), 2) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("widths", WIDTHS)
+def test_the_mean_flow_is_gradient_descent_on_the_population_loss(widths):
+    """Against autograd's gradient of 1/2 tr(E Sigma E^T) (general Sigma), and against the
+    layer-by-layer numpy descent (Sigma = I)."""
+    layers, target, sigma = random_net(widths, seed=7)
+    ws = [torch.tensor(w, requires_grad=True) for w in layers]
+    for _ in range(30):
+        error = product(ws) - torch.tensor(target)
+        loss = 0.5 * torch.trace(error @ torch.tensor(sigma) @ error.T)
+        grads = torch.autograd.grad(loss, ws)
+        ws = [(w - 0.01 * g).detach().requires_grad_() for w, g in zip(ws, grads, strict=True)]
+    got = mean_flow(layers, target, 0.01, 30, sigma)
+    for g, w in zip(got, ws, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=0, atol=1e-12)
+    expected, _ = gradient_descent(layers, target, 0.01, 30, record_every=30)
+    np.testing.assert_allclose(product(mean_flow(layers, target, 0.01, 30)).numpy(), expected)
+
+
+def deep_linear_trial(spec, depth, init_scale, seed=0, **settings):
+    """A trained deep linear trial's spec and saved weights (d = 8, weights every 10 epochs)."""
+    spec = {**spec, "model": "deep_linear", "depth": depth, "init_scale": init_scale}
+    spec |= {"epochs": 40, "record_every": 10, "save_recorded_weights": True, "seed": seed}
+    spec |= settings
+    table, weights = run_trial(spec, torch.device("cpu"))
+    return spec, table, weights
+
+
+def test_the_trained_product_row_is_the_trial_table_s_condition_number(spec):
+    spec, table, weights = deep_linear_trial(spec, depth=3, init_scale=0.35)
+    rows = trial_rows(weights, spec, 0.1)
+    measured = rows[(rows["matrix"] == "product") & (rows["component"] == "condition_number")]
+    last = table[(table["matrix"] == "product") & (table["component"] == "condition_number")]
+    last = last[last["epoch"] == spec["epochs"]]
+    assert measured["error"].item() == pytest.approx(last["error"].item(), rel=1e-9)
+    assert measured["trained"].item() == pytest.approx(last["trained"].item(), rel=1e-9)
+    assert set(rows["matrix"]) == {
+        "product",
+        "predicted_init",
+        "predicted_recorded",
+        "predicted_flow",
+    }
+    assert (rows["depth"] == 3).all() and (rows["seed"] == 0).all() and not rows["diverged"].any()
+
+
+def test_one_layer_predictions_are_the_closed_form(spec):
+    """L = 1: K = I, so (a), (b) and (m) all predict W* + (1 - lr)^T E_0."""
+    spec, _, weights = deep_linear_trial(spec, depth=1, init_scale=0.35)
+    rows = trial_rows(weights, spec, 0.1)
+    target, start = weights["target.product"], weights["initial.product"]
+    expected = target + (1 - spec["lr"]) ** spec["epochs"] * (start - target)
+    s = np.linalg.svd(expected, compute_uv=False)
+    kappa = rows[rows["component"] == "condition_number"].set_index("matrix")["trained"]
+    for matrix in ("predicted_init", "predicted_recorded", "predicted_flow"):
+        assert kappa[matrix] == pytest.approx(s[0] / s[-1], rel=1e-10)
+
+
+def test_a_diverged_trial_has_no_measured_values_and_an_overflowing_prediction_is_infinite(spec):
+    spec, _, weights = deep_linear_trial(spec, depth=2, init_scale=0.35)
+    rows = trial_rows(weights, spec, 0.1, diverged=True)
+    measured = rows[rows["matrix"] == "product"]
+    assert rows["diverged"].all() and measured[["trained", "error"]].isna().all(axis=None)
+    assert rows[rows["matrix"] == "predicted_flow"]["trained"].notna().all()
+    # a step far past 2 / lambda_max: the linearised steps grow without bound
+    rows = trial_rows(weights, {**spec, "lr": 1e12}, 0.1)
+    init = rows[(rows["matrix"] == "predicted_init") & (rows["component"] == "condition_number")]
+    assert init["error"].item() == np.inf
+
+
+def test_the_summary_ratio_is_the_ratio_of_the_medians_over_the_undiverged_trials(spec):
+    trials = [deep_linear_trial(spec, depth=2, init_scale=0.35, seed=seed) for seed in range(6)]
+    tables = [trial_rows(w, s, 0.1, diverged=(s["seed"] == 5)) for s, _, w in trials]
+    summary = summary_table(pd.concat(tables, ignore_index=True))
+    row = summary[
+        (summary["component"] == "condition_number") & (summary["prediction"] == "predicted_flow")
+    ].iloc[0]
+    kappa = pd.concat(tables)
+    kappa = kappa[(kappa["component"] == "condition_number") & (kappa["seed"] < 5)]
+    measured = kappa[kappa["matrix"] == "product"]["error"].to_numpy()
+    predicted = kappa[kappa["matrix"] == "predicted_flow"]["error"].to_numpy()
+    assert row["n"] == 5 and row["n_diverged"] == 1
+    assert row["ratio"] == pytest.approx(np.median(predicted) / np.median(measured), rel=1e-12)
+    assert row["ratio_ci_low"] <= row["ratio"] <= row["ratio_ci_high"]
+    assert row["init_per_sqrt_dim"] == pytest.approx(0.35 * np.sqrt(8))
+    assert 0 <= row["bottom_overlap_median"] <= 1 and row["bottom_overlap_chance"] == 6 / 64

@@ -130,6 +130,7 @@ def test_every_expected_output_exists(finished, small_config):
     assert manifests == {f"results/trials/{b.path}.json" for b in config_blocks(config)}
     # weights only where the workflow reads them: the GN parts' trials (exp7_depth's nets of
     # gauss_newton.exp7.models, and exp7_along_training, which saves every recorded epoch)
+    # and the depth formula's (exp_depth_theory saves every recorded epoch too)
     gn_models = config["gauss_newton"]["exp7"]["models"]
     read = {
         f"results/trials/{t.path}.safetensors"
@@ -137,9 +138,16 @@ def test_every_expected_output_exists(finished, small_config):
         for t in ts
         if t.spec["save_recorded_weights"]
         or (name == "exp7_depth" and t.spec["model"] in gn_models)
+        or name == "exp_depth_limits"
     }
     saved = {str(p.relative_to(finished)) for p in trials_dir.rglob("*.safetensors")}
-    assert saved == read and len(saved) == 12
+    # 12 for the GN parts, 27 + 6 for the depth formula, less those of the same trials: the
+    # ReLU MLP's seeds 0, 1 (exp7_depth) and deep linear L = 2, 3 at init 0.35, seeds 0, 1
+    # (exp7_along_training)
+    assert saved == read and len(saved) == 12 + 27 + 6 - 2 - 4
+    depth = pd.read_parquet(finished / "results" / "per_trial" / "depth_theory.parquet")
+    assert depth.groupby(["model", "depth", "init_scale", "optimizer"]).ngroups == 9 + 2
+    assert len(pd.read_csv(finished / "results" / "tables" / "depth_theory.csv")) > 0
     for name in config["experiments"]:
         for ext in ("parquet", "csv"):
             assert (finished / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
@@ -168,7 +176,7 @@ def test_every_expected_output_exists(finished, small_config):
 
 
 def test_trial_table_schema(finished):
-    path = next(p for p in trial_paths(finished) if "/d8/adam-" in str(p))
+    path = next(p for p in trial_paths(finished) if "/d8/adam-" in str(p) and "/linear/" in str(p))
     table = pd.read_parquet(path)
     assert list(table.columns[-len(TRIAL_COLUMNS) :]) == TRIAL_COLUMNS
     assert {"dim", "optimizer", "lr", "seed", "structure", "row_log_std"} <= set(table.columns)
@@ -254,7 +262,8 @@ def test_rerun_of_a_block_is_bit_identical(finished, tmp_path):
     tables and weights are rewritten with the same bytes."""
     copy = tmp_path / "copy"
     shutil.copytree(finished, copy, symlinks=True)
-    manifest = next((copy / "results" / "trials").rglob("*-weights-*/seeds0-63.json"))
+    manifests = (copy / "results" / "trials" / "relu_mlp").rglob("*-weights-*/seeds0-63.json")
+    manifest = next(manifests)
     target = str(manifest.relative_to(copy))
     snakemake(copy, "--force", target, "--cores", "1")
     rewritten = [manifest, *manifest.parent.glob("seed[0-9]*.*")]

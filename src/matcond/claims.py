@@ -40,7 +40,10 @@ stream and the init, so two arms with one seed differ only in what the claim com
 
 A theory claim (``paper_value: theory``) is measured as the ratio predicted / measured, its
 interval from the measured statistic's, and its band is ``theory_band``
-(:func:`as_theory_ratio`); its ``note`` says what error the check would catch.
+(:func:`as_theory_ratio`); its ``note`` says what error the check would catch. A theory claim
+of kind ``ratio`` holds a prediction made per trial (the depth formula's ``predicted_*``
+matrices, table ``depth_theory``) in its filter's arm and the measurement in its baseline's:
+the ratio of their statistics, resampled in pairs, against ``theory_band``.
 
 Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger of
 ``default_tolerance`` (relative) and half a unit of its printed precision):
@@ -226,11 +229,19 @@ def band(claim: dict, tolerance: float) -> tuple[float, float]:
     return paper - spread, paper + spread
 
 
-def reference(claim: dict, tables: dict[str, pd.DataFrame], tolerance: float):
-    """The band a claim's interval is held against: the paper's (:func:`band`), or for
-    ``paper_value: theory`` the theory's prediction for the filter's trials (a point)."""
+def reference(
+    claim: dict,
+    tables: dict[str, pd.DataFrame],
+    tolerance: float,
+    theory_band: tuple[float, float] = THEORY_BAND,
+):
+    """The band a claim's interval is held against: the paper's (:func:`band`); for
+    ``paper_value: theory`` the theory's prediction for the filter's trials (a point), or, for
+    a ratio (the filter's arm a prediction, the baseline's the measurement), ``theory_band``."""
     if claim["paper_value"] != "theory":
         return band(claim, tolerance)
+    if claim.get("kind") == "ratio":
+        return theory_band
     inputs = theory.trial_inputs(tables[claim["table"]], claim["filter"])
     predicted = theory.predict(inputs, claim["filter"]["component"])
     return predicted, predicted
@@ -311,12 +322,14 @@ def evaluate_claim(
     if claim["table"] not in tables:
         return {**row, "verdict": "not configured", "note": f"no experiment {claim['table']}"}
     try:
-        row["band_low"], row["band_high"] = reference(claim, tables, tolerance)
+        row["band_low"], row["band_high"] = reference(claim, tables, tolerance, theory_band)
         arms, measure, statistic = _measurement(claim, tables)
         value, low, high, paired, n = _estimate(arms, measure)
         row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
         row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
-        if claim["paper_value"] == "theory":
+        if claim["paper_value"] == "theory" and row["kind"] == "ratio":
+            row["statistic"] = f"predicted / measured {statistic}"
+        elif claim["paper_value"] == "theory":
             as_theory_ratio(row, theory_band)
         else:
             companion = _companion(claim, tables, statistic)
@@ -360,9 +373,11 @@ def power_note(row: dict) -> str:
     band_low, band_high = row["band_low"], row["band_high"]
     if not (math.isfinite(low) and math.isfinite(high) and low > 0):
         return ""
+    predicted = row["companion"] * row["measured"]  # NaN for a ratio claim
     return (
-        f"predicted {row['companion'] * row['measured']:.3g}; the check catches a prediction "
-        f"{band_high / low:.2f}x too high or {high / band_low:.2f}x too low"
+        (f"predicted {predicted:.3g}; " if math.isfinite(predicted) else "")
+        + f"the check catches a prediction {band_high / low:.2f}x too high or "
+        f"{high / band_low:.2f}x too low"
     )
 
 

@@ -24,6 +24,8 @@ CLAIMS_FILE = "config/claims.yaml"
 # recorded with record_gradients (matcond.run).
 DERIVED = ("gradient_ratio", "log_kappa_autocorrelation")
 SPECTRUM = re.compile(r"(grad_)?sigma_[1-9][0-9]*")
+# The depth formula's per-trial table (rule depth_theory), named in claims as an experiment.
+DEPTH_TABLE = "depth_theory"
 # Who makes a claim: a paper (its text, slides and review) or we (theory, controls).
 PAPER, GN_PAPER, OWN = "condition-number paper", "Gauss-Newton paper", "own check"
 SOURCES = (PAPER, GN_PAPER, OWN)
@@ -127,10 +129,11 @@ def _check_component(name: str, prefix: str) -> None:
 
 
 def _check_table(name: str, experiments: Collection[str], prefix: str) -> None:
-    if name not in experiments:
+    if name not in experiments and name != DEPTH_TABLE:
         raise ConfigError(
             f"{prefix}{name!r} is not an experiment (or gn_ GN sweep) of the paper config or "
-            "of this config" + did_you_mean(name, sorted(experiments))
+            f"of this config, nor {DEPTH_TABLE!r}"
+            + did_you_mean(name, sorted([*experiments, DEPTH_TABLE]))
         )
 
 
@@ -191,7 +194,8 @@ def _check_claim(claim: dict, experiments: Collection[str], prefix: str) -> None
 def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIMS_FILE) -> None:
     """Raise ConfigError, naming ``file``, the claim and the field, unless ``claims`` (the
     parsed claims file) is valid and its tables are among ``experiments`` (the experiments of
-    the paper config and of the current config, and ``gn_{sweep}`` for their GN sweeps)."""
+    the paper config and of the current config, and ``gn_{sweep}`` for their GN sweeps) or
+    :data:`DEPTH_TABLE`."""
     schema = load_schema()
     whole = _Validator(schema)
     entries = claims.get("claims") if isinstance(claims, dict) else None

@@ -21,13 +21,31 @@ recorded epoch's saved weights until the next (prediction (b)).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
+import numpy as np
+import pandas as pd
 import torch
 
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, as_float64_list, device_of
 from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.linear import partial_products
+from matcond.gn_experiments.exp7 import exp7_layers, exp7_stages
+from matcond.models import teacher_weights
+from matcond.stats import bootstrap_ci
+from matcond.training import build_model
+
+# The predicted products of a trial (``matrix`` column of :func:`trial_rows`), beside the
+# trained ``product``: (a) K frozen at init, (b) K at each recorded epoch's saved weights,
+# (m) the mean dynamics (:func:`mean_flow`) from the initial weights.
+PREDICTIONS = {
+    "predicted_init": "(a) GN operator frozen at init",
+    "predicted_recorded": "(b) GN operator at each recorded epoch",
+    "predicted_flow": "(m) mean dynamics: GN operator along its own trajectory",
+}
+# What is compared per trial: the product's κ error, and its smallest singular value.
+QUANTITIES = {"condition_number": "error", "smallest_singular_value": "trained"}
 
 
 def flow_kronecker(layers: Sequence[ArrayLike], sigma: ArrayLike | None = None) -> KroneckerSum:
@@ -84,3 +102,188 @@ def bottom_overlap(operator: ArrayLike, error: ArrayLike, count: int) -> float:
     flat = as_float64(error, device).reshape(-1)
     inside = vectors[:, :count].T @ flat
     return float(inside @ inside / (flat @ flat))
+
+
+def product_of(layers: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``W_L ... W_1`` of ``[W_1, ..., W_L]``."""
+    product = layers[0]
+    for weight in layers[1:]:
+        product = weight @ product
+    return product
+
+
+def mean_flow(
+    layers: Sequence[ArrayLike],
+    target: ArrayLike,
+    lr: float,
+    steps: int,
+    sigma: ArrayLike | None = None,
+) -> list[torch.Tensor]:
+    """The layers after ``steps`` steps of gradient descent of size ``lr`` on every layer, on
+    the population loss ``1/2 E||P x - W* x||^2`` (``sigma`` None: ``Sigma = I``), in float64:
+    online SGD's mean dynamics, along which the product moves by ``-lr K(E)`` with ``K`` of
+    the current layers (the GN operator taken along its own trajectory, not frozen)."""
+    device = device_of(layers)
+    weights = as_float64_list(layers, device)
+    target = as_float64(target, device)
+    cov = None if sigma is None else as_float64(sigma, device)
+    for _ in range(steps):
+        outer, inner = partial_products(weights)
+        error = outer[0] @ weights[0] - target
+        if cov is not None:
+            error = error @ cov
+        weights = [
+            w - lr * (a.T @ error @ c.T) for w, a, c in zip(weights, outer, inner, strict=True)
+        ]
+    return weights
+
+
+def _spectrum_rows(product: torch.Tensor, target_s: torch.Tensor) -> list[tuple]:
+    """``(component, trained, target, error)`` of κ and of the smallest singular value; a
+    product that overflowed (a prediction whose steps diverge) has infinite κ and error."""
+    if not bool(torch.isfinite(product).all()):
+        return [("condition_number", math.inf, math.nan, math.inf)] + [
+            ("smallest_singular_value", math.nan, math.nan, math.nan)
+        ]
+    s = torch.linalg.svdvals(product)
+    kappa = float(s[0] / s[-1]) if s[-1] > 0 else math.inf
+    kappa_star = float(target_s[0] / target_s[-1])
+    s_min, s_star = float(s[-1]), float(target_s[-1])
+    return [
+        ("condition_number", kappa, kappa_star, abs(kappa - kappa_star) / kappa_star),
+        ("smallest_singular_value", s_min, s_star, abs(s_min - s_star) / s_star),
+    ]
+
+
+def _recorded_stretches(weights: Mapping[str, np.ndarray], spec: Mapping) -> list[tuple]:
+    """``(layers, steps)`` from each recorded epoch's saved weights to the next ([] if none
+    were saved)."""
+    if not any(key.startswith("epoch") for key in weights):
+        return []
+    stages = exp7_stages(weights, ["recorded"], spec)
+    epochs = [epoch for _, _, epoch in stages] + [spec["epochs"]]
+    return [
+        (exp7_layers(weights, prefix, spec), (stop - start) * spec["steps_per_epoch"])
+        for (_, prefix, start), stop in zip(stages, epochs[1:], strict=True)
+        if stop > start
+    ]
+
+
+def trial_rows(
+    weights: Mapping[str, np.ndarray],
+    spec: Mapping,
+    bottom_fraction: float,
+    diverged: bool = False,
+) -> pd.DataFrame:
+    """One deep linear trial's trained product against the predictions of
+    :data:`PREDICTIONS`, in the per-trial tables' layout: the trial's settings, ``matrix``
+    (``product`` or a prediction), ``epoch`` (the last), ``component`` (:data:`QUANTITIES`,
+    and for the trained product ``bottom_overlap``: the share of ``||P_T - W*||_F^2`` in the
+    span of the ``bottom_fraction`` of the initial GN operator's eigenvectors with the
+    smallest eigenvalues, its chance level as ``target``), ``trained``, ``target``, ``error``
+    and ``diverged`` (the training's flag, or non-finite trained weights: the trained product's
+    values are NaN)."""
+    settings = {k: v for k, v in spec.items() if not isinstance(v, list)}
+    initial = [
+        torch.as_tensor(w, dtype=torch.float64) for w in exp7_layers(weights, "initial", spec)
+    ]
+    final = [torch.as_tensor(w, dtype=torch.float64) for w in exp7_layers(weights, "final", spec)]
+    target = torch.as_tensor(weights["target.product"], dtype=torch.float64)
+    diverged = diverged or not all(bool(torch.isfinite(w).all()) for w in final)
+    steps, lr = spec["epochs"] * spec["steps_per_epoch"], spec["lr"]
+    start_error = product_of(initial) - target
+    # measured: the product as the trained net computed it (the per-trial tables' matrix)
+    products = {"product": torch.as_tensor(weights["final.product"], dtype=torch.float64)}
+    products["predicted_init"] = target + predicted_error([(initial, steps)], start_error, lr)
+    if stretches := _recorded_stretches(weights, spec):
+        products["predicted_recorded"] = target + predicted_error(stretches, start_error, lr)
+    products["predicted_flow"] = product_of(mean_flow(initial, target, lr, steps))
+    target_s = torch.linalg.svdvals(target)
+    rows = []
+    for matrix, product in products.items():
+        if diverged and matrix == "product":
+            spectrum = [(name, math.nan, math.nan, math.nan) for name in QUANTITIES]
+        else:
+            spectrum = _spectrum_rows(product, target_s)
+        rows += [(matrix, *row) for row in spectrum]
+    size = target.numel()
+    count = max(1, round(bottom_fraction * size))
+    overlap = math.nan
+    if not diverged:
+        overlap = bottom_overlap(flow_operator(initial), products["product"] - target, count)
+    rows.append(("product", "bottom_overlap", overlap, count / size, math.nan))
+    table = pd.DataFrame(rows, columns=["matrix", "component", "trained", "target", "error"])
+    table.insert(1, "epoch", spec["epochs"])
+    for key, value in reversed(settings.items()):
+        table.insert(0, key, value)
+    table["diverged"] = diverged
+    return table
+
+
+def _ratio_of_medians(predicted, measured, axis=-1):
+    return np.median(predicted, axis=axis) / np.median(measured, axis=axis)
+
+
+CELL_COLUMNS = ["model", "depth", "dim", "init_scale", "optimizer", "lr"]
+
+
+def summary_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per cell (:data:`CELL_COLUMNS` and any other setting that varies), quantity
+    (:data:`QUANTITIES`) and prediction: the trained product's median over its finite,
+    undiverged trials with its exact 95 % interval, the prediction's median over the same
+    trials, and the ratio predicted / measured of the medians with its paired bootstrap
+    interval; and the cell's median ``bottom_overlap`` beside its chance level."""
+    settings = [
+        c
+        for c in trials.columns
+        if c
+        not in ("seed", "matrix", "epoch", "component", "trained", "target", "error", "diverged")
+    ]
+    varying = [c for c in settings if trials[c].nunique(dropna=False) > 1]
+    cells = [c for c in CELL_COLUMNS if c in settings] + [
+        c for c in varying if c not in CELL_COLUMNS
+    ]
+    rows = []
+    for key, cell in trials.groupby(cells, sort=True, dropna=False):
+        base = dict(zip(cells, key, strict=True))
+        base["init_per_sqrt_dim"] = base["init_scale"] * math.sqrt(base["dim"])
+        overlap = cell[cell["component"] == "bottom_overlap"]
+        base["bottom_overlap_median"] = float(overlap["trained"].median())
+        base["bottom_overlap_chance"] = float(overlap["target"].median())
+        base["n_diverged"] = int(overlap["diverged"].sum())
+        for component, field in QUANTITIES.items():
+            values = cell[cell["component"] == component].pivot(
+                index="seed", columns="matrix", values=field
+            )
+            for prediction in PREDICTIONS:
+                if prediction not in values:
+                    continue
+                pair = values[["product", prediction]].dropna()
+                measured, predicted = pair["product"].to_numpy(), pair[prediction].to_numpy()
+                row = {**base, "component": component, "prediction": prediction}
+                row["prediction_label"], row["n"] = PREDICTIONS[prediction], len(pair)
+                row["measured_median"] = float(np.median(measured)) if len(pair) else math.nan
+                row["predicted_median"] = float(np.median(predicted)) if len(pair) else math.nan
+                low, high = bootstrap_ci([measured], np.median)
+                row["measured_ci_low"], row["measured_ci_high"] = float(low), float(high)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    row["ratio"] = row["predicted_median"] / row["measured_median"]
+                    low, high = bootstrap_ci([predicted, measured], _ratio_of_medians, paired=True)
+                row["ratio_ci_low"], row["ratio_ci_high"] = float(low), float(high)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def predicted_kappa_errors(specs: Sequence[Mapping]) -> np.ndarray:
+    """The mean dynamics' (:func:`mean_flow`) product κ error of each trial of one deep linear
+    setting (``specs``, one per seed), from the initial layers and the target that its
+    training draws, without training it."""
+    model = build_model(list(specs), torch.device("cpu"))
+    steps = specs[0]["epochs"] * specs[0]["steps_per_epoch"]
+    errors = []
+    for i, spec in enumerate(specs):
+        initial = [w.detach()[i].double() for w in model.layers]
+        target = torch.as_tensor(teacher_weights(spec)["product"], dtype=torch.float64)
+        trained = product_of(mean_flow(initial, target, spec["lr"], steps))
+        errors.append(_spectrum_rows(trained, torch.linalg.svdvals(target))[0][3])
+    return np.array(errors)

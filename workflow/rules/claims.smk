@@ -4,7 +4,7 @@ rule claims:
     each reading of the paper's ambiguous settings."""
     input:
         claims=CLAIMS_FILE,
-        tables=all_per_trial_tables(),
+        tables=claims_tables(),
         gn_tables=all_gn_sweep_tables(),
     output:
         csv="results/claims.csv",

@@ -8,7 +8,7 @@ import sys
 
 from matcond.catalog import FIGURES, config_notes, experiment_summary, report_caption
 from matcond.own_weights.load import check_checkpoint_paths
-from matcond.claims_check import paper_values, validate_claims
+from matcond.claims_check import DEPTH_TABLE, paper_values, validate_claims
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.damage import damaged_files, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
@@ -96,6 +96,9 @@ onerror:
 
 TRIAL_BY_PATH = {t.path: t for trials in TRIALS.values() for t in trials}
 DIVERGED_TABLE = "results/tables/diverged_trials.csv"
+# The depth formula's per-trial table, in the per-trial tables' layout (claims name it
+# DEPTH_TABLE, as an experiment).
+DEPTH_PER_TRIAL = f"results/per_trial/{DEPTH_TABLE}.parquet"
 REPORT = "results/report.html"  # where the README's command writes the report
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # The experiments the theory table covers (config key theory.experiments) that are configured.
@@ -122,6 +125,20 @@ if _unsaved:
         "(setting save_recorded_weights: true)"
     )
 GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trials)]
+# The trials the depth formula is checked on (config key depth_theory.experiments): those of
+# its configured experiments whose model is a chain of matrices (matcond.depth_theory).
+DEPTH_MODELS = ("linear", "deep_linear", "relu_mlp")
+if DEPTH_TABLE in TRIALS:
+    sys.exit(
+        f"Invalid config: config key experiments.{DEPTH_TABLE}: the name of the depth "
+        "formula's table (rule depth_theory); give the experiment another name"
+    )
+DEPTH_TRIALS = [
+    t
+    for e in config["depth_theory"]["experiments"]
+    for t in TRIALS.get(e, [])
+    if t.spec["model"] in DEPTH_MODELS
+]
 # Training jobs: blocks of config key block_size seeds per setting (matcond.trials.Block).
 # Weights are saved where something reads them (the GN parts, save_recorded_weights), or for
 # every trial with config key save_weights.
@@ -132,7 +149,7 @@ WEIGHTS_SAVED = {
     for b in BLOCKS.values()
     if config["save_weights"] or b.trials[0].spec["save_recorded_weights"]
     for t in b.trials
-} | {t.path for ts in GN_TRIALS.values() for t in ts}
+} | {t.path for ts in [*GN_TRIALS.values(), DEPTH_TRIALS] for t in ts}
 # The settings of each GN part as JSON: the jobs' params, and what their tables store.
 GN_TRIAL_SETTINGS = {
     part: json.dumps(
@@ -169,6 +186,7 @@ DRAWN = [
     if set(f.experiments) <= set(TRIALS)
     and set(f.gauss_newton) <= set(GN_PARTS)
     and ("theory" not in f.tables or THEORY_EXPERIMENTS)
+    and ("depth_theory" not in f.tables or DEPTH_TRIALS)
 ]
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
@@ -197,12 +215,13 @@ if workflow.is_main_process:
     except ConfigError as err:
         sys.exit(f"Invalid claims: {err}")
     for _note in config_notes(
-        list(TRIALS),
+        [*TRIALS, *([DEPTH_TABLE] if DEPTH_TRIALS else [])],
         GN_PARTS,
         [c["table"] for c in _claims["claims"]],
         [
             *(r["experiment"] for r in _claims.get("readings", [])),
             *config["theory"]["experiments"],
+            *config["depth_theory"]["experiments"],
             *(GN[p]["experiment"] for p in GN_TRIALS),
         ],
     ):
@@ -395,9 +414,39 @@ def all_per_trial_tables():
     return expand("results/per_trial/{experiment}.parquet", experiment=TRIALS)
 
 
+def claims_tables():
+    """The per-trial tables the claims read: every experiment's, and the depth formula's."""
+    return all_per_trial_tables() + ([DEPTH_PER_TRIAL] if DEPTH_TRIALS else [])
+
+
 def all_gn_sweep_tables():
     """The GN sweeps' tables (claims on gn_{sweep} read them)."""
     return expand("results/tables/gn_{sweep}.parquet", sweep=GN["sweeps"])
+
+
+def depth_theory_tables():
+    """The depth formula's tables (rule depth_theory), if it has trials."""
+    if not DEPTH_TRIALS:
+        return []
+    return [
+        DEPTH_PER_TRIAL,
+        "results/tables/depth_theory.parquet",
+        "results/tables/depth_theory.csv",
+    ]
+
+
+@functools.cache
+def depth_theory_trials():
+    """The depth formula's trials as JSON (what its job reads): by the manifest of the block
+    that trains them, the setting (``spec`` without the seed) and the ``seeds``."""
+    by_manifest = {}
+    for t in DEPTH_TRIALS:
+        cell = {k: v for k, v in t.spec.items() if k != "seed"}
+        block = by_manifest.setdefault(
+            block_manifest(t.path), {"spec": cell, "seeds": []}
+        )
+        block["seeds"].append(t.seed)
+    return json.dumps(by_manifest, sort_keys=True)
 
 
 def all_targets():
@@ -408,6 +457,7 @@ def all_targets():
     )
     if THEORY_EXPERIMENTS:
         tables += ["results/tables/theory.parquet", "results/tables/theory.csv"]
+    tables += depth_theory_tables()
     tables += expand(
         "results/tables/gn_{part}.{ext}", part=GN_PARTS, ext=["parquet", "csv"]
     )

@@ -23,3 +23,33 @@ rule theory:
         **rule_params("theory"),
     shell:
         JOB
+
+
+rule depth_theory:
+    """The depth formula (docs/depth-theory.md): each deep linear trial's trained product
+    against the predictions of the Gauss-Newton operator, per trial and per cell."""
+    input:
+        lambda wildcards: sorted(json.loads(depth_theory_trials())),
+    output:
+        per_trial=DEPTH_PER_TRIAL,
+        parquet="results/tables/depth_theory.parquet",
+        csv="results/tables/depth_theory.csv",
+    log:
+        "results/logs/depth_theory.log",
+    benchmark:
+        "results/benchmarks/depth_theory.tsv"
+    conda:
+        "../../envs/matcond.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+        mem_mb=2000,
+        runtime=30,
+    params:
+        **rule_params(
+            "depth_theory",
+            trials=lambda wildcards: depth_theory_trials(),
+            bottom_fraction=config["depth_theory"]["bottom_fraction"],
+        ),
+    shell:
+        JOB
