@@ -15,8 +15,8 @@ from matcond.depth_theory import (
     flow_operator,
     mean_flow,
     predicted_error,
+    prediction_rows,
     summary_table,
-    trial_rows,
 )
 from matcond.gauss_newton import LinearNet, linear_gn_matrix, reference_gn_matrix
 from matcond.run import run_trial
@@ -176,7 +176,7 @@ def deep_linear_trial(spec, depth, init_scale, seed=0, **settings):
 
 def test_the_trained_product_row_is_the_trial_table_s_condition_number(spec):
     spec, table, weights = deep_linear_trial(spec, depth=3, init_scale=0.35)
-    rows = trial_rows(weights, spec, 0.1)
+    rows = prediction_rows(weights, spec, 0.1)
     measured = rows[(rows["matrix"] == "product") & (rows["component"] == "condition_number")]
     last = table[(table["matrix"] == "product") & (table["component"] == "condition_number")]
     last = last[last["epoch"] == spec["epochs"]]
@@ -194,7 +194,7 @@ def test_the_trained_product_row_is_the_trial_table_s_condition_number(spec):
 def test_one_layer_predictions_are_the_closed_form(spec):
     """L = 1: K = I, so (a), (b) and (m) all predict W* + (1 - lr)^T E_0."""
     spec, _, weights = deep_linear_trial(spec, depth=1, init_scale=0.35)
-    rows = trial_rows(weights, spec, 0.1)
+    rows = prediction_rows(weights, spec, 0.1)
     target, start = weights["target.product"], weights["initial.product"]
     expected = target + (1 - spec["lr"]) ** spec["epochs"] * (start - target)
     s = np.linalg.svd(expected, compute_uv=False)
@@ -205,19 +205,19 @@ def test_one_layer_predictions_are_the_closed_form(spec):
 
 def test_a_diverged_trial_has_no_measured_values_and_an_overflowing_prediction_is_infinite(spec):
     spec, _, weights = deep_linear_trial(spec, depth=2, init_scale=0.35)
-    rows = trial_rows(weights, spec, 0.1, diverged=True)
+    rows = prediction_rows(weights, spec, 0.1, diverged=True)
     measured = rows[rows["matrix"] == "product"]
     assert rows["diverged"].all() and measured[["trained", "error"]].isna().all(axis=None)
     assert rows[rows["matrix"] == "predicted_flow"]["trained"].notna().all()
     # a step far past 2 / lambda_max: the linearised steps grow without bound
-    rows = trial_rows(weights, {**spec, "lr": 1e12}, 0.1)
+    rows = prediction_rows(weights, {**spec, "lr": 1e12}, 0.1)
     init = rows[(rows["matrix"] == "predicted_init") & (rows["component"] == "condition_number")]
     assert init["error"].item() == np.inf
 
 
 def test_the_summary_ratio_is_the_ratio_of_the_medians_over_the_undiverged_trials(spec):
     trials = [deep_linear_trial(spec, depth=2, init_scale=0.35, seed=seed) for seed in range(6)]
-    tables = [trial_rows(w, s, 0.1, diverged=(s["seed"] == 5)) for s, _, w in trials]
+    tables = [prediction_rows(w, s, 0.1, diverged=(s["seed"] == 5)) for s, _, w in trials]
     summary = summary_table(pd.concat(tables, ignore_index=True))
     row = summary[
         (summary["component"] == "condition_number") & (summary["prediction"] == "predicted_flow")

@@ -141,12 +141,11 @@ def test_every_expected_output_exists(finished, small_config):
         or name == "exp_depth_limits"
     }
     saved = {str(p.relative_to(finished)) for p in trials_dir.rglob("*.safetensors")}
-    # 12 for the GN parts, 27 + 6 for the depth formula, less those of the same trials: the
-    # ReLU MLP's seeds 0, 1 (exp7_depth) and deep linear L = 2, 3 at init 0.35, seeds 0, 1
-    # (exp7_along_training)
-    assert saved == read and len(saved) == 12 + 27 + 6 - 2 - 4
+    # 12 for the GN parts, 36 + 6 for the depth formula
+    assert saved == read and len(saved) == 12 + 36 + 6
     depth = pd.read_parquet(finished / "results" / "per_trial" / "depth_theory.parquet")
-    assert depth.groupby(["model", "depth", "init_scale", "optimizer"]).ngroups == 9 + 2
+    cells = depth.groupby(["model", "depth", "init_scale", "optimizer"], dropna=False)
+    assert cells.ngroups == 12 + 2
     assert len(pd.read_csv(finished / "results" / "tables" / "depth_theory.csv")) > 0
     for name in config["experiments"]:
         for ext in ("parquet", "csv"):

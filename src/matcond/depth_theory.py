@@ -36,7 +36,7 @@ from matcond.models import teacher_weights
 from matcond.stats import bootstrap_ci
 from matcond.training import build_model
 
-# The predicted products of a trial (``matrix`` column of :func:`trial_rows`), beside the
+# The predicted products of a trial (``matrix`` column of :func:`prediction_rows`), beside the
 # trained ``product``: (a) K frozen at init, (b) K at each recorded epoch's saved weights,
 # (m) the mean dynamics (:func:`mean_flow`) from the initial weights.
 PREDICTIONS = {
@@ -169,7 +169,7 @@ def _recorded_stretches(weights: Mapping[str, np.ndarray], spec: Mapping) -> lis
     ]
 
 
-def trial_rows(
+def prediction_rows(
     weights: Mapping[str, np.ndarray],
     spec: Mapping,
     bottom_fraction: float,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from matcond.depth_theory import summary_table, trial_rows
+from matcond.depth_theory import prediction_rows, summary_table
 from matcond.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
 
 
@@ -25,7 +25,9 @@ def main(snakemake) -> None:
             trial = f"{cell}/seed{seed}"
             weights = load_trial_weights(manifest, trial, json.dumps(spec, sort_keys=True))
             diverged = bool(read_trials([manifest], [trial], columns=["diverged"]).any(axis=None))
-            tables.append(trial_rows(weights, spec, snakemake.params.bottom_fraction, diverged))
+            tables.append(
+                prediction_rows(weights, spec, snakemake.params.bottom_fraction, diverged)
+            )
     trials = pd.concat(tables, ignore_index=True)
     write_parquet(trials, snakemake.output.per_trial)
     table = summary_table(trials)
