@@ -184,7 +184,8 @@ def test_trial_table_schema(finished):
     assert table["epoch"].unique().tolist() == [20]
     assert table["error"].dtype == "float64" and table["diverged"].dtype == bool
     assert not path.with_suffix(".safetensors").exists()  # no GN part reads its weights
-    path = next(p for p in trial_paths(finished) if "/relu_mlp/" in str(p) and "-rec0-" in str(p))
+    relu = (p for p in trial_paths(finished) if "/relu_mlp/" in str(p) and "/d8/" in str(p))
+    path = next(p for p in relu if "-rec0-" in str(p))
     weights = load_file(path.with_suffix(".safetensors"))
     assert {name.split(".")[0] for name in weights} == {"final", "initial", "target"}
     assert weights["final.layer1"].shape == (8, 8)
