@@ -1,6 +1,8 @@
 """Bad input stops the run before any job, with a message that names the key (and, for
 choices, the allowed values), and no traceback."""
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -239,20 +241,26 @@ def test_snakemake_stops_before_any_job_without_traceback(tmp_path, file_config,
     assert not (tmp_path / "results").exists()
 
 
+def start(workdir: Path, config: dict, *args: str, env: dict | None = None) -> str:
+    """Run (not dry-run) the workflow on ``config``, which must stop before any job: its
+    output."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir, *args]
+    cmd += ["--configfile", workdir / "config.yaml"]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode != 0
+    assert not (workdir / "results" / "trials").exists()
+    return proc.stdout + proc.stderr
+
+
 def test_a_dimension_beyond_this_machines_memory_stops_before_any_job(tmp_path):
     """dim 100000 needs ~640 GB per training job: a local run stops at its start, naming the
     key, instead of failing (or swapping) in every job."""
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(one({"dim": 100_000, "epochs": 1})))
-    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--cores", "1"]
-    cmd += ["--configfile", tmp_path / "config.yaml"]
-    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
+    out = start(tmp_path, one({"dim": 100_000, "epochs": 1}), "--cores", "1")
     assert (
         "Cannot start: config key experiments.e: dim 100000 needs about 641000 MB per training job"
         in out
     )
-    assert not (tmp_path / "results" / "trials").exists()
 
 
 def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
@@ -296,3 +304,19 @@ def test_a_boolean_key_from_the_command_line_is_read_as_a_boolean():
         assert validate_config({**config, "job_server": given})["job_server"] is expected
     with pytest.raises(ConfigError, match="config key job_server: 'no' is not of type 'boolean'"):
         validate_config({**config, "job_server": "no"})
+
+
+def test_the_slurm_executor_without_slurm_tools_stops_at_once(tmp_path):
+    """--executor slurm where sbatch and squeue are not on PATH: one line before any job,
+    instead of waiting forever for the first job's account (PATH holds only bash and which)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "which"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {**os.environ, "PATH": str(bin_dir)}
+    config = one({"epochs": 1, "dim": 4})
+    out = start(tmp_path, config, "--jobs", "1", "--executor", "slurm", env=env)
+    assert (
+        "Cannot start: the SLURM executor (--executor slurm, profiles/slurm) needs sbatch and"
+        in out
+    )

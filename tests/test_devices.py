@@ -200,14 +200,11 @@ def test_a_killed_holder_releases_its_gpu(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
-@pytest.mark.parametrize("job_server", [True, False])
-def test_a_cuda_run_without_a_gpu_fails_its_job_with_the_message_in_the_log(
-    tmp_path: Path, job_server: bool
-) -> None:
-    """Through the workflow, with and without the job server: the job fails, its log says why."""
+def test_a_cuda_run_without_a_gpu_stops_before_any_job(tmp_path: Path) -> None:
+    """A local run with device cuda where torch sees no GPU: one line, the training jobs' own
+    error (test_cuda_without_gpu_is_a_clear_error), before any job starts."""
     config = {
         "device": "cuda",
-        "job_server": job_server,
         "defaults": {"epochs": 2, "dim": 4},
         "experiments": {"e": {"seeds": 1}},
     }
@@ -217,7 +214,8 @@ def test_a_cuda_run_without_a_gpu_fails_its_job_with_the_message_in_the_log(
     cmd = [snakemake, "-s", repo / "Snakefile", "--directory", tmp_path, "--configfile"]
     cmd += [tmp_path / "config.yaml", "--cores", "1", "--resources", "gpu=1"]
     proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    (log,) = (tmp_path / "results" / "logs" / "train").rglob("*.log")
-    assert "config key device is 'cuda' but torch sees no GPU here" in log.read_text()
-    assert not list((tmp_path / "results").rglob("*.parquet"))
+    assert "Cannot start: config key device is 'cuda' but torch sees no GPU here" in out
+    assert "Traceback" not in out
+    assert not (tmp_path / "results" / "trials").exists()

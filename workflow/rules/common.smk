@@ -4,6 +4,7 @@ import functools
 import json
 import os
 import shlex
+import shutil
 import sys
 
 from matcond.catalog import FIGURES, config_notes, experiment_summary, report_caption
@@ -73,8 +74,10 @@ onstart:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
+    if not workflow.local_exec and (problem := slurm_problem()):
+        sys.exit(f"Cannot start: {problem}")
     if workflow.local_exec:
-        if problem := memory_problem():
+        if problem := memory_problem() or gpu_problem():
             sys.exit(f"Cannot start: {problem}")
         # local jobs end with this process (matcond.execution.joblog)
         os.environ[RUN_PID_ENV] = str(os.getpid())
@@ -308,6 +311,38 @@ def memory_problem():
                 f"{job}; this machine has {total_mb} MB"
             )
     return None
+
+
+def gpu_problem():
+    """A local run's `device: cuda` where torch sees no GPU: the training jobs' own error
+    (matcond.execution.devices.claim_device), before any job starts; None otherwise."""
+    if config["device"] != "cuda":
+        return None
+    from matcond.execution.devices import DeviceUnavailableError, claim_device
+
+    try:
+        with claim_device("cuda", timeout=0):
+            return None
+    except DeviceUnavailableError as err:
+        return str(err)
+    except TimeoutError:  # every GPU is claimed now: the jobs wait for one
+        return None
+
+
+def slurm_problem():
+    """The SLURM executor on a machine without SLURM's client tools (it would wait forever
+    for its first job); None otherwise."""
+    executor = workflow.executor_plugin
+    if executor is None or executor.cli_prefix != "slurm":
+        return None
+    missing = [tool for tool in ("sbatch", "squeue") if shutil.which(tool) is None]
+    if not missing:
+        return None
+    return (
+        f"the SLURM executor (--executor slurm, profiles/slurm) needs {' and '.join(missing)} "
+        "on PATH, which this machine lacks: run it where SLURM's client tools are (a login "
+        "node), or run locally without the profile"
+    )
 
 
 def train_runtime(wildcards):
