@@ -189,7 +189,7 @@ DRAWN = [
     if set(f.experiments) <= set(TRIALS)
     and set(f.gauss_newton) <= set(GN_PARTS)
     and ("theory" not in f.tables or THEORY_EXPERIMENTS)
-    and ("depth_theory" not in f.tables or DEPTH_TRIALS)
+    and (DEPTH_TABLE not in f.tables or DEPTH_TRIALS)
 ]
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
