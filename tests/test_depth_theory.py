@@ -14,6 +14,7 @@ from matcond.depth_theory import (
     flow,
     flow_operator,
     mean_flow,
+    noise_floor,
     predicted_error,
     prediction_rows,
     summary_table,
@@ -182,12 +183,8 @@ def test_the_trained_product_row_is_the_trial_table_s_condition_number(spec):
     last = last[last["epoch"] == spec["epochs"]]
     assert measured["error"].item() == pytest.approx(last["error"].item(), rel=1e-9)
     assert measured["trained"].item() == pytest.approx(last["trained"].item(), rel=1e-9)
-    assert set(rows["matrix"]) == {
-        "product",
-        "predicted_init",
-        "predicted_recorded",
-        "predicted_flow",
-    }
+    expected = {"product", "predicted_init", "predicted_recorded", "predicted_flow"}
+    assert set(rows["matrix"]) == expected | {"predicted_noise"}
     assert (rows["depth"] == 3).all() and (rows["seed"] == 0).all() and not rows["diverged"].any()
 
 
@@ -231,3 +228,17 @@ def test_the_summary_ratio_is_the_ratio_of_the_medians_over_the_undiverged_trial
     assert row["ratio_ci_low"] <= row["ratio"] <= row["ratio_ci_high"]
     assert row["init_per_sqrt_dim"] == pytest.approx(0.35 * np.sqrt(8))
     assert 0 <= row["bottom_overlap_median"] <= 1 and row["bottom_overlap_chance"] == 6 / 64
+
+
+def test_the_noise_floor_is_the_one_matrix_theory_s_label_noise(spec):
+    """(c) is (m) plus i.i.d. entries of the label-noise std of matcond.theory.noise_model (no
+    init part): without label noise (c) is (m); with it, the added entries' std is that one."""
+    quiet, _, weights = deep_linear_trial(spec, depth=2, init_scale=0.35, noise_std=0.0)
+    rows = prediction_rows(weights, quiet, 0.1).set_index(["matrix", "component"])["trained"]
+    assert rows["predicted_noise"].equals(rows["predicted_flow"])
+    loud = {**quiet, "dim": 64, "noise_std": 0.3}
+    steps = loud["epochs"] * loud["steps_per_epoch"]
+    q2 = 1 - 2 * loud["lr"] + loud["lr"] ** 2 * (1 + 65 / loud["batch_size"])
+    std = 0.3 * loud["lr"] * np.sqrt((1 - q2**steps) / ((1 - q2) * loud["batch_size"]))
+    assert noise_floor(loud).std().item() == pytest.approx(std, rel=0.05)  # 4096 entries
+    assert torch.equal(noise_floor(loud), noise_floor(loud))  # one draw per trial

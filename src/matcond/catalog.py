@@ -206,14 +206,14 @@ FIGURES = {
         ("exp_depth_theory",),
         "Why the condition number is poorly learned",
         "The depth formula (docs/depth-theory.md): deep linear nets' product kappa error "
-        "against three predictions from the Gauss-Newton operator K of the layers: (a) K "
-        "frozen at init, (b) K at each recorded epoch's saved weights, (m) the mean dynamics, "
-        "K along its own trajectory. Top: medians over seeds at the largest width, measured "
-        "with its exact 95 % interval. Bottom left: (m)'s ratio predicted / measured median "
-        "with its paired bootstrap interval and the band of our theory checks; middle: the "
-        "share of the learned error P_T - W* in the span of the initial K's bottom "
-        "eigenvectors (dotted: chance); right: (m) where its assumptions break. Table "
-        "results/tables/depth_theory.csv.",
+        "against predictions from the Gauss-Newton operator K of the layers: (a) K frozen at "
+        "init, (b) K at each recorded epoch's saved weights, (m) the mean dynamics, K along "
+        "its own trajectory, (c) (m) plus the one-matrix theory's label-noise floor. Top: "
+        "medians over seeds at the largest width, measured with its exact 95 % interval. "
+        "Bottom left: (m)'s ratio predicted / measured median with its paired bootstrap "
+        "interval and the band of our theory checks; middle: the share of the learned error "
+        "P_T - W* in the span of the initial K's bottom eigenvectors (dotted: chance); right:"
+        " (m) where its assumptions break. Table results/tables/depth_theory.csv.",
         optional=("exp_depth_limits",),
         tables=("depth_theory",),
         module="depth",

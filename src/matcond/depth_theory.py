@@ -34,15 +34,18 @@ from matcond.gauss_newton.linear import partial_products
 from matcond.gn_experiments.exp7 import exp7_layers, exp7_stages
 from matcond.models import teacher_weights
 from matcond.stats import bootstrap_ci
+from matcond.theory import noise_model
 from matcond.training import build_model
 
 # The predicted products of a trial (``matrix`` column of :func:`prediction_rows`), beside the
 # trained ``product``: (a) K frozen at init, (b) K at each recorded epoch's saved weights,
-# (m) the mean dynamics (:func:`mean_flow`) from the initial weights.
+# (m) the mean dynamics (:func:`mean_flow`) from the initial weights, (c) (m) plus the label
+# noise the one-matrix theory leaves in the product (:func:`noise_floor`).
 PREDICTIONS = {
     "predicted_init": "(a) GN operator frozen at init",
     "predicted_recorded": "(b) GN operator at each recorded epoch",
     "predicted_flow": "(m) mean dynamics: GN operator along its own trajectory",
+    "predicted_noise": "(c) (m) plus the one-matrix theory's label-noise floor",
 }
 # What is compared per trial: the product's κ error, and its smallest singular value.
 QUANTITIES = {"condition_number": "error", "smallest_singular_value": "trained"}
@@ -169,6 +172,22 @@ def _recorded_stretches(weights: Mapping[str, np.ndarray], spec: Mapping) -> lis
     ]
 
 
+def noise_floor(spec: Mapping) -> torch.Tensor:
+    """One draw (seeded by the trial's seed) of the additive label noise that the one-matrix
+    theory leaves in a product trained by ``spec``'s SGD: i.i.d. entries of the std of
+    :func:`matcond.theory.noise_model` without its init part (the layers' init is in
+    :func:`mean_flow`). A floor the mean dynamics do not see."""
+    steps, shape = spec["epochs"] * spec["steps_per_epoch"], (spec["dim"], spec["dim"])
+    try:
+        model = noise_model(
+            spec["lr"], steps, spec["batch_size"], spec["noise_std"], 0, spec["dim"]
+        )
+    except OverflowError:  # a step far past stability: the floor diverges with the steps
+        return torch.full(shape, math.inf, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(spec["seed"])
+    return model.entry_std * torch.randn(shape, generator=generator, dtype=torch.float64)
+
+
 def prediction_rows(
     weights: Mapping[str, np.ndarray],
     spec: Mapping,
@@ -198,6 +217,7 @@ def prediction_rows(
     if stretches := _recorded_stretches(weights, spec):
         products["predicted_recorded"] = target + predicted_error(stretches, start_error, lr)
     products["predicted_flow"] = product_of(mean_flow(initial, target, lr, steps))
+    products["predicted_noise"] = products["predicted_flow"] + noise_floor(spec)
     target_s = torch.linalg.svdvals(target)
     rows = []
     for matrix, product in products.items():
@@ -243,7 +263,7 @@ def summary_table(trials: pd.DataFrame) -> pd.DataFrame:
     cells = [c for c in CELL_COLUMNS if c in settings] + [
         c for c in varying if c not in CELL_COLUMNS
     ]
-    rows = []
+    rows, pairs = [], []
     for key, cell in trials.groupby(cells, sort=True, dropna=False):
         base = dict(zip(cells, key, strict=True))
         base["init_per_sqrt_dim"] = base["init_scale"] * math.sqrt(base["dim"])
@@ -264,14 +284,31 @@ def summary_table(trials: pd.DataFrame) -> pd.DataFrame:
                 row["prediction_label"], row["n"] = PREDICTIONS[prediction], len(pair)
                 row["measured_median"] = float(np.median(measured)) if len(pair) else math.nan
                 row["predicted_median"] = float(np.median(predicted)) if len(pair) else math.nan
-                low, high = bootstrap_ci([measured], np.median)
-                row["measured_ci_low"], row["measured_ci_high"] = float(low), float(high)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     row["ratio"] = row["predicted_median"] / row["measured_median"]
-                    low, high = bootstrap_ci([predicted, measured], _ratio_of_medians, paired=True)
-                row["ratio_ci_low"], row["ratio_ci_high"] = float(low), float(high)
                 rows.append(row)
+                pairs.append((predicted, measured))
+    _add_intervals(rows, pairs)
     return pd.DataFrame(rows)
+
+
+def _add_intervals(rows: list[dict], pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Each row's intervals, bootstrapped for all rows of one trial count at once (a group's
+    interval does not depend on the others: :func:`matcond.stats.bootstrap_ci`)."""
+    by_size: dict[int, list[int]] = {}
+    for i, (_, measured) in enumerate(pairs):
+        by_size.setdefault(len(measured), []).append(i)
+    for index in by_size.values():
+        predicted = np.stack([pairs[i][0] for i in index])
+        measured = np.stack([pairs[i][1] for i in index])
+        low, high = bootstrap_ci([measured], np.median)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio_low, ratio_high = bootstrap_ci(
+                [predicted, measured], _ratio_of_medians, paired=True
+            )
+        for j, i in enumerate(index):
+            rows[i]["measured_ci_low"], rows[i]["measured_ci_high"] = low[j], high[j]
+            rows[i]["ratio_ci_low"], rows[i]["ratio_ci_high"] = ratio_low[j], ratio_high[j]
 
 
 def predicted_kappa_errors(specs: Sequence[Mapping]) -> np.ndarray:

@@ -40,7 +40,7 @@ rule depth_theory:
         "results/benchmarks/depth_theory.tsv"
     conda:
         "../../envs/matcond.yaml"
-    threads: 1
+    threads: 2  # its eigensolves (the overlap, 1024 x 1024 at d = 32) use both
     resources:
         gpu=0,
         mem_mb=2000,

@@ -16,7 +16,12 @@ from matcond.figures.style import (
 )
 
 # The line of each prediction (matcond.depth_theory.PREDICTIONS; the table names them).
-PREDICTION_STYLES = {"predicted_init": ":", "predicted_recorded": "-.", "predicted_flow": "--"}
+PREDICTION_STYLES = {
+    "predicted_init": ":",
+    "predicted_recorded": "-.",
+    "predicted_flow": "--",
+    "predicted_noise": (0, (1, 1)),
+}
 
 
 def _whiskers(ax, rows: pd.DataFrame, x, column: str, color, label: str, **style) -> None:
@@ -50,14 +55,14 @@ def depth_theory(tables: Tables, png: str, pdf: str, band=(0.8, 1.25)) -> None:
         cell = main[(main["init"] == init) & (main["dim"] == widest)]
         measured = cell[cell["prediction"] == "predicted_flow"].sort_values("depth")
         _whiskers(ax, measured, measured["depth"], "measured_median", "black", "measured")
-        for color, (prediction, style) in zip(palette(3), PREDICTION_STYLES.items(), strict=True):
+        for color, (prediction, style) in zip(palette(4), PREDICTION_STYLES.items(), strict=True):
             rows = cell[cell["prediction"] == prediction].sort_values("depth")
             if rows.empty:
                 continue
             ax.plot(
                 rows["depth"],
                 rows["predicted_median"],
-                style,
+                linestyle=style,
                 marker=".",
                 color=color,
                 label=rows["prediction_label"].iloc[0],
