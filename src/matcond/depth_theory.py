@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from matcond.components import condition_number
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, as_float64_list, device_of
 from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.linear import partial_products
@@ -141,16 +142,17 @@ def mean_flow(
     return weights
 
 
-def _spectrum_rows(product: torch.Tensor, target_s: torch.Tensor) -> list[tuple]:
-    """``(component, trained, target, error)`` of κ and of the smallest singular value; a
-    product that overflowed (a prediction whose steps diverge) has infinite κ and error."""
+def _spectrum_rows(product: torch.Tensor, target_s: np.ndarray, rank_rtol: float) -> list[tuple]:
+    """``(component, trained, target, error)`` of κ (:func:`matcond.components.condition_number`,
+    as the per-trial tables compute it) and of the smallest singular value; a product that
+    overflowed (a prediction whose steps diverge) has infinite κ and error."""
     if not bool(torch.isfinite(product).all()):
         return [("condition_number", math.inf, math.nan, math.inf)] + [
             ("smallest_singular_value", math.nan, math.nan, math.nan)
         ]
-    s = torch.linalg.svdvals(product)
-    kappa = float(s[0] / s[-1]) if s[-1] > 0 else math.inf
-    kappa_star = float(target_s[0] / target_s[-1])
+    s = torch.linalg.svdvals(product).numpy()
+    kappa = condition_number(s, rank_rtol)
+    kappa_star = condition_number(target_s, rank_rtol)
     s_min, s_star = float(s[-1]), float(target_s[-1])
     return [
         ("condition_number", kappa, kappa_star, abs(kappa - kappa_star) / kappa_star),
@@ -218,13 +220,13 @@ def prediction_rows(
         products["predicted_recorded"] = target + predicted_error(stretches, start_error, lr)
     products["predicted_flow"] = product_of(mean_flow(initial, target, lr, steps))
     products["predicted_noise"] = products["predicted_flow"] + noise_floor(spec)
-    target_s = torch.linalg.svdvals(target)
+    target_s = torch.linalg.svdvals(target).numpy()
     rows = []
     for matrix, product in products.items():
         if diverged and matrix == "product":
             spectrum = [(name, math.nan, math.nan, math.nan) for name in QUANTITIES]
         else:
-            spectrum = _spectrum_rows(product, target_s)
+            spectrum = _spectrum_rows(product, target_s, spec["rank_rtol"])
         rows += [(matrix, *row) for row in spectrum]
     size = target.numel()
     count = max(1, round(bottom_fraction * size))
@@ -322,5 +324,6 @@ def predicted_kappa_errors(specs: Sequence[Mapping]) -> np.ndarray:
         initial = [w.detach()[i].double() for w in model.layers]
         target = torch.as_tensor(teacher_weights(spec)["product"], dtype=torch.float64)
         trained = product_of(mean_flow(initial, target, spec["lr"], steps))
-        errors.append(_spectrum_rows(trained, torch.linalg.svdvals(target))[0][3])
+        target_s = torch.linalg.svdvals(target).numpy()
+        errors.append(_spectrum_rows(trained, target_s, spec["rank_rtol"])[0][3])
     return np.array(errors)
