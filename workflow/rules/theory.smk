@@ -29,7 +29,7 @@ rule depth_theory:
     """The depth formula (docs/depth-theory.md): each deep linear trial's trained product
     against the predictions of the Gauss-Newton operator, per trial and per cell."""
     input:
-        lambda wildcards: sorted(json.loads(depth_theory_trials())),
+        lambda wildcards: sorted(depth_theory_trials()),
     output:
         per_trial=DEPTH_PER_TRIAL,
         parquet="results/tables/depth_theory.parquet",
@@ -48,7 +48,7 @@ rule depth_theory:
     params:
         **rule_params(
             "depth_theory",
-            trials=lambda wildcards: depth_theory_trials(),
+            trials=lambda wildcards: json.dumps(depth_theory_trials(), sort_keys=True),
             bottom_fraction=config["depth_theory"]["bottom_fraction"],
         ),
     shell:

@@ -20,14 +20,14 @@ def main(snakemake) -> None:
     tables = []
     for manifest, block in json.loads(snakemake.params.trials).items():
         cell = Path(manifest).parent.relative_to(TRIALS_ROOT).as_posix()
-        for seed in block["seeds"]:
+        trials = [f"{cell}/seed{seed}" for seed in block["seeds"]]
+        flags = read_trials([manifest], trials, columns=["seed", "diverged"])
+        diverged = flags.groupby("seed")["diverged"].any()  # the block's tables, read once
+        for seed, trial in zip(block["seeds"], trials, strict=True):
             spec = {**block["spec"], "seed": seed}
-            trial = f"{cell}/seed{seed}"
             weights = load_trial_weights(manifest, trial, json.dumps(spec, sort_keys=True))
-            diverged = bool(read_trials([manifest], [trial], columns=["diverged"]).any(axis=None))
-            tables.append(
-                prediction_rows(weights, spec, snakemake.params.bottom_fraction, diverged)
-            )
+            fraction = snakemake.params.bottom_fraction
+            tables.append(prediction_rows(weights, spec, fraction, bool(diverged[seed])))
     trials = pd.concat(tables, ignore_index=True)
     write_parquet(trials, snakemake.output.per_trial)
     table = summary_table(trials)
