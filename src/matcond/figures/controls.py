@@ -23,6 +23,7 @@ from matcond.figures.style import (
     palette,
     product_rows,
     save,
+    whiskers,
 )
 from matcond.selection import arm
 from matcond.trials import format_value
@@ -46,10 +47,9 @@ def _theory_panel(ax, rows: pd.DataFrame, x: str, by: str | None = None) -> None
     for color, (value, part) in zip(palette(len(groups)), groups, strict=True):
         part = part.sort_values(x)
         suffix = "" if value is None else f" ({by} {format_value(value)})"
-        estimate = part["measured"].to_numpy(float)
-        yerr = np.clip(np.vstack([estimate - part["ci_low"], part["ci_high"] - estimate]), 0, None)
-        ax.errorbar(
-            part[x], estimate, yerr=yerr, fmt="o", color=color, capsize=3, label="measured" + suffix
+        label = "measured" + suffix
+        whiskers(
+            ax, part[x], part["measured"], part["ci_low"], part["ci_high"], color=color, label=label
         )
         ax.plot(part[x], part["predicted"], "--", color=color, label="predicted" + suffix)
 

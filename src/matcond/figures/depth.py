@@ -13,6 +13,7 @@ from matcond.figures.style import (
     legend_outside,
     palette,
     save,
+    whiskers,
 )
 
 # The line of each prediction (matcond.depth_theory.PREDICTIONS; the table names them).
@@ -24,13 +25,11 @@ PREDICTION_STYLES = {
 }
 
 
-def _whiskers(ax, rows: pd.DataFrame, x, column: str, color, label: str, **style) -> None:
+def _whiskers(ax, rows: pd.DataFrame, x, column: str, color, label: str | None) -> None:
     """``column`` with its ``{prefix}_ci_low/high`` interval as points with whiskers."""
     prefix = column.removesuffix("_median")
-    estimate = rows[column].to_numpy(float)
-    yerr = np.vstack([estimate - rows[f"{prefix}_ci_low"], rows[f"{prefix}_ci_high"] - estimate])
-    yerr = np.nan_to_num(np.clip(yerr, 0, None))
-    ax.errorbar(x, estimate, yerr=yerr, fmt="o", color=color, capsize=3, label=label, **style)
+    low, high = rows[f"{prefix}_ci_low"], rows[f"{prefix}_ci_high"]
+    whiskers(ax, x, rows[column], low, high, color=color, label=label)
 
 
 def _ratio_band(ax, band: tuple[float, float]) -> None:

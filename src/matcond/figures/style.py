@@ -329,6 +329,14 @@ def interval_line(ax, x, estimate, low, high, color, label: str | None = None, *
     ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0)
 
 
+def whiskers(ax, x, estimate, low, high, capsize: float = 3, **style) -> None:
+    """Estimates as points, their intervals as whiskers (none where an end is missing)."""
+    estimate = np.asarray(estimate, dtype=float)
+    yerr = np.vstack([estimate - np.asarray(low, float), np.asarray(high, float) - estimate])
+    yerr = np.nan_to_num(np.clip(yerr, 0, None))
+    ax.errorbar(x, estimate, yerr=yerr, fmt="o", capsize=capsize, **style)
+
+
 def median_line(
     ax, rows: pd.DataFrame, x: str, column: str, color, label: str, band: bool = True, **style
 ) -> None:
@@ -441,15 +449,14 @@ def interval_points(
         part = rows[rows[x].isin(list(groups))]
         part = part[part[hue] == value] if hue else part
         part = part.assign(position=part[x].map(ticks) + (i - (len(hues) - 1) / 2) * width)
-        estimate = part["estimate"].to_numpy(float)
-        yerr = np.vstack([estimate - part["ci_low"], part["ci_high"] - estimate])
-        ax.errorbar(
+        whiskers(
+            ax,
             part["position"],
-            estimate,
-            yerr=np.nan_to_num(np.clip(yerr, 0, None)),
-            fmt="o",
-            color=color if hue else "C0",
+            part["estimate"],
+            part["ci_low"],
+            part["ci_high"],
             capsize=2,
+            color=color if hue else "C0",
             label=(labels or {}).get(value, value) if hue else None,
         )
         drawn.append(part)
