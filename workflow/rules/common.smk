@@ -472,8 +472,8 @@ def depth_theory_tables():
 
 @functools.cache
 def depth_theory_trials():
-    """The depth formula's trials as JSON (what its job reads): by the manifest of the block
-    that trains them, the setting (``spec`` without the seed) and the ``seeds``."""
+    """The depth formula's trials (what its job reads): by the manifest of the block that
+    trains them, the setting (``spec`` without the seed) and the ``seeds``."""
     by_manifest = {}
     for t in DEPTH_TRIALS:
         cell = {k: v for k, v in t.spec.items() if k != "seed"}
@@ -481,7 +481,7 @@ def depth_theory_trials():
             block_manifest(t.path), {"spec": cell, "seeds": []}
         )
         block["seeds"].append(t.seed)
-    return json.dumps(by_manifest, sort_keys=True)
+    return by_manifest
 
 
 def all_targets():
