@@ -23,8 +23,17 @@ from matcond.claims import (
     to_markdown,
     verdict,
 )
-from matcond.claims_check import GN_PAPER, OWN, PAPER, claim_source, validate_claims
-from matcond.config import ConfigError
+from matcond.claims_check import (
+    GN_PAPER,
+    OWN,
+    PAPER,
+    claim_source,
+    settings_differences,
+    table_settings,
+    validate_claims,
+)
+from matcond.config import ConfigError, validate_config
+from matcond.trials import all_trials
 
 SEEDS = 12
 REPO = Path(__file__).resolve().parents[1]
@@ -241,6 +250,48 @@ def test_missing_rows_and_missing_experiments_are_told_apart(tables):
     assert "no trial matches" in table.loc["missing_row", "note"]
     assert table.loc["missing_table", "verdict"] == "not configured"
     assert to_markdown(table.reset_index()).count("\n") == len(table) + 2
+
+
+def paper_table_settings(config: dict) -> dict[str, list[dict]]:
+    validated = validate_config(config)
+    return table_settings(all_trials(validated), validated["gauss_newton"]["sweeps"])
+
+
+def test_a_changed_adam_learning_rate_is_the_only_difference_from_the_paper_config():
+    """Adam at lr 2e-3 in exp2, and 3 seeds instead of 15: exp2's table, and only it, differs
+    from the paper config, in lr; the number of seeds is no setting. A GN sweep's width is."""
+    paper = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    mine = yaml.safe_load(yaml.safe_dump(paper))
+    mine["experiments"]["exp2_optimizer"]["variants"][1]["lr"] = 2.0e-3
+    mine["experiments"]["exp1_dimension"]["seeds"] = 3
+    mine["gauss_newton"]["sweeps"]["fig3_bounds"]["width"] += 1
+    tables = [c["table"] for c in CLAIMS["claims"]]
+    differ = settings_differences(paper_table_settings(mine), paper_table_settings(paper), tables)
+    assert set(differ) == {"exp2_optimizer", "gn_fig3_bounds"}
+    assert differ["exp2_optimizer"] == "lr: 0.002, 0.01 (paper config: 0.001, 0.01)"
+    assert differ["gn_fig3_bounds"].startswith("width: ")
+    same = paper_table_settings(paper)
+    assert settings_differences(same, same, tables) == {}
+
+
+def test_a_papers_claim_on_settings_that_differ_is_measured_not_judged(tables):
+    """The paper's claims on a table whose settings differ get the verdict "settings differ"
+    with the difference in their note, and keep their measurement; our own checks on that
+    table, and claims on other tables, are judged as before."""
+    claims = [
+        claim("paper", 0.13, filter={"component": "row_norms", "dim": 32}),
+        claim("ours", 0.13, where="control", filter={"component": "row_norms", "dim": 32}),
+        {**claim("other", 0.13, filter={"component": "row_norms"}), "table": "nope"},
+    ]
+    judged = evaluate({"claims": claims}, tables).set_index("claim_id")
+    table = evaluate({"claims": claims}, tables, {"exp": "lr: 0.002 (paper config: 0.001)"})
+    table = table.set_index("claim_id")
+    assert judged.loc["paper", "verdict"] == "reproduced"
+    assert table.loc["paper", "verdict"] == "settings differ"
+    assert "lr: 0.002 (paper config: 0.001)" in table.loc["paper", "note"]
+    assert table.loc["paper", "measured"] == judged.loc["paper", "measured"]
+    assert table.loc["ours", "verdict"] == judged.loc["ours", "verdict"] == "reproduced"
+    assert table.loc["other", "verdict"] == "not configured"
 
 
 def test_readings_evaluate_each_claim_under_each_arm(tables):

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from safetensors.numpy import load_file
 
-from matcond.catalog import FIGURES
+from matcond.catalog import FIGURES, report_label
 from matcond.claims import CLAIM_COLUMNS, VERDICTS
 from matcond.config import validate_config
 from matcond.trials import all_trials, blocks_of
@@ -164,6 +164,10 @@ def test_every_expected_output_exists(finished, small_config):
     assert list(claims.columns) == CLAIM_COLUMNS
     assert set(claims["verdict"]) <= set(VERDICTS)
     assert (claims["verdict"] != "not comparable").sum() > len(claims) / 2
+    # the small config is not the paper config: the papers' claims are measured, not judged
+    papers = claims[claims["source"] != "own check"]
+    assert (papers["verdict"] == "settings differ").all()
+    assert papers["note"].str.contains(r"epochs: 20 \(paper config: 200\)").any()
     compared = claims[claims["ci_low"].notna()]
     # up to rounding: with n = 2 the widest resample's std is the sample's own, summed in
     # another order (it came out one ulp below it)
@@ -288,49 +292,98 @@ def test_report_shows_every_figure(report):
 
 
 CHROMIUM = shutil.which("chromium")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's)"
+)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's)")
-def test_report_renders_in_a_browser(report):
-    """Headless Chromium opens every category of the report, shows each result (every figure
-    loads, the claims and diverged-trials tables render as tables) and its caption; no page
-    error, no docutils message."""
+@pytest.fixture
+def browser_page():
+    """A headless Chromium page 1280 px wide, and the page errors it records."""
     from playwright.sync_api import sync_playwright
 
-    categories = sorted({f.category for f in FIGURES.values()} | {"Claims"})
-    shown = set()
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         errors = []
         page.on("pageerror", lambda err: errors.append(str(err)))
-        page.goto(report.as_uri())
-        page.wait_for_selector("text=RESULTS")
-        for category in categories:
-            page.get_by_text(category, exact=True).click()
-            for i in range(page.locator("nav table tbody tr").count()):
-                row = page.locator("nav table tbody tr").nth(i)
-                path = row.locator("td").first.inner_text().strip()
-                row.locator("a").nth(0).click()  # show the result
-                if path.endswith(".png"):
-                    image = page.locator("img[src^='data:image/png']")
-                    image.wait_for()
-                    assert image.evaluate("e => e.complete && e.naturalWidth > 100"), path
-                else:
-                    rows = page.frame_locator("iframe").locator("table tr")
-                    rows.first.wait_for()
-                    assert rows.count() >= 1, path
-                row.locator("a").nth(1).click()  # its caption
-                caption = page.inner_text("nav")
-                assert "DESCRIPTION" in caption.upper(), path
-                assert "System Message" not in caption and "Docutils" not in caption, path
-                shown.add(path)
-                page.get_by_text(category, exact=True).click()  # back to the category
-            page.get_by_text("Results", exact=True).click()
+        yield page, errors
         browser.close()
+
+
+@needs_chromium
+def test_report_renders_in_a_browser(report, browser_page):
+    """Headless Chromium opens every category of the report, shows each result (every figure
+    loads under its label, the claims and diverged-trials tables render as tables) and its
+    caption; no page error, no docutils message."""
+    page, errors = browser_page
+    categories = sorted({f.category for f in FIGURES.values()} | {"Claims"})
+    shown = set()
+    page.goto(report.as_uri())
+    page.wait_for_selector("text=RESULTS")
+    for category in categories:
+        page.get_by_text(category, exact=True).click()
+        for i in range(page.locator("nav table tbody tr").count()):
+            row = page.locator("nav table tbody tr").nth(i)
+            name = row.locator("td").first.inner_text().strip()
+            row.locator("a").nth(0).click()  # show the result
+            if name.endswith(".html"):
+                rows = page.frame_locator("iframe").locator("table tr")
+                rows.first.wait_for()
+                assert rows.count() >= 1, name
+            else:
+                image = page.locator("img[src^='data:image/png']")
+                image.wait_for()
+                assert image.evaluate("e => e.complete && e.naturalWidth > 100"), name
+            row.locator("a").nth(1).click()  # its caption
+            caption = page.inner_text("nav")
+            assert "DESCRIPTION" in caption.upper(), name
+            assert "System Message" not in caption and "Docutils" not in caption, name
+            shown.add(name)
+            page.get_by_text(category, exact=True).click()  # back to the category
+        page.get_by_text("Results", exact=True).click()
     assert errors == []
-    expected = {f"results/figures/{name}.png" for name in FIGURES}
+    expected = {report_label(name) for name in FIGURES}
     assert expected | {"results/claims.html", "results/diverged_trials.html"} <= shown
+
+
+@needs_chromium
+def test_report_opens_on_the_scorecard_and_its_claims_page_fits_1280px(
+    report, finished, browser_page
+):
+    """The landing page's scorecard has the claims table's counts per source and verdict; a
+    count opens the claims page, whose verdict column is on screen at 1280 px, with no
+    horizontal scrolling, and whose scorecard has the same counts."""
+    page, errors = browser_page
+    claims = pd.read_csv(finished / "results" / "claims.csv")
+    expected = {
+        (source, verdict): int(n)
+        for (source, verdict), n in claims.groupby(["source", "verdict"]).size().items()
+    }
+
+    def counts(table) -> dict:
+        read = {}
+        for cell in table.locator("td[data-verdict]").all():
+            key = (cell.get_attribute("data-source"), cell.get_attribute("data-verdict"))
+            if key[1] != "claims" and int(cell.inner_text()):
+                read[key] = int(cell.inner_text())
+        return read
+
+    page.goto(report.as_uri())
+    landing = page.locator("table.scorecard")
+    landing.wait_for()
+    assert counts(landing) == expected
+    landing.locator("a").first.click()
+    page.locator("nav table tbody tr a").first.click()  # the Claims category's first result
+    frame = page.frame_locator("iframe")
+    assert counts(frame.locator("table.scorecard")) == expected
+    badge = frame.locator("table.claims .verdict").first
+    box = badge.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280
+    assert frame.locator("table.claims .verdict").count() == len(claims)
+    width = frame.locator("html").evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert width[0] <= width[1], width
+    assert errors == []
 
 
 def test_timestamps_alone_rerun_nothing(finished, small_config, tmp_path):

@@ -8,6 +8,7 @@ Light on purpose (no plotting imports): the Snakefile reads it at parse time.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 
@@ -501,26 +502,75 @@ def experiment_summary(trials: list) -> tuple[int, dict, list[str]]:
     return len(trials), shared, varied
 
 
+def _settings_table(settings: dict) -> list[str]:
+    """``settings`` as a two-column reST table, one row per key (lists and mappings as JSON)."""
+    lines = [".. list-table::", "   :widths: 1 3", ""]
+    for key, value in sorted(settings.items()):
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        lines += [f"   * - ``{key}``", f"     - ``{text}``" if text else "     - (empty)"]
+    return [*lines, ""]
+
+
+def _paper_value(value) -> str:
+    return f"[{value[0]}, {value[1]}]" if isinstance(value, list) else str(value)
+
+
 def report_caption(
-    name: str, summaries: dict[str, tuple[int, dict, list[str]]], gn_settings: dict[str, dict]
+    name: str,
+    summaries: dict[str, tuple[int, dict, list[str]]],
+    gn_settings: dict[str, dict],
+    paper_claims: list[dict],
 ) -> str:
-    """Figure ``name``'s report caption (reST): its caption, then for each experiment it draws
-    (``summaries``: per configured experiment its number of trials and
-    :func:`trial_settings` of their specs) every setting its trials share, defaults included,
-    and those they vary; for each GN part its settings (``gn_settings``)."""
+    """Figure ``name``'s report caption (reST): its caption; for each experiment it draws
+    (``summaries``: per configured experiment its number of trials and :func:`trial_settings`
+    of their specs) what its trials vary and, as a table, every setting they share, defaults
+    included; for each GN part its settings (``gn_settings``); then the papers' values on its
+    tables (``paper_claims``: claims of config/claims.yaml, the papers' only)."""
     figure = FIGURES[name]
     lines = [_rest_text(figure.caption), ""]
     for experiment in [*figure.experiments, *(e for e in figure.optional if e in summaries)]:
         n_trials, shared, varied = summaries[experiment]
         lines += [
-            f"``{experiment}`` (table ``results/tables/{experiment}.csv``; n per point in the "
-            f"title), {n_trials} trials, varying ``{', '.join(varied)}``; "
-            f"every other setting: ``{json.dumps(shared, sort_keys=True)}``",
+            f"**{experiment}**: {n_trials} trials (table ``results/tables/{experiment}.csv``; "
+            f"n per point in the title), varying ``{', '.join(varied)}``; the settings they "
+            "share:",
             "",
+            *_settings_table(shared),
         ]
     for part in figure.gauss_newton:
+        lines += [f"**gauss_newton.{part}**:", "", *_settings_table(gn_settings[part])]
+    if paper_claims:
+        lines += ["**The papers' values** (verdicts on the claims page):", ""]
         lines += [
-            f"``gauss_newton.{part}``: ``{json.dumps(gn_settings[part], sort_keys=True)}``",
-            "",
+            f"- {_rest_text(c['statement'])} ({c['where']}): "
+            f"``{_paper_value(c['paper_value'])}`` (``{c['claim_id']}``)"
+            for c in paper_claims
         ]
+        lines.append("")
     return "\n".join(lines)
+
+
+def _paper_order(name: str) -> tuple:
+    """A figure's place in its paper: numbered figures by number, then appendices, then the
+    rest (catalog order)."""
+    if match := re.fullmatch(r"(?:gn_)?fig(\d+)_.*", name):
+        return (0, int(match.group(1)), "")
+    if match := re.fullmatch(r"gn_app(\w)_.*", name):
+        return (1, 0, match.group(1))
+    return (2, list(FIGURES).index(name), "")
+
+
+def report_label(name: str) -> str:
+    """Figure ``name``'s label in the report: its rank in the papers' order within its
+    category (the report sorts labels as text), then its paper name ("GN Fig. 10: linear
+    training") or, for an extension, its own name."""
+    category = [n for n, f in FIGURES.items() if f.category == FIGURES[name].category]
+    rank = sorted(category, key=_paper_order).index(name) + 1
+    if match := re.fullmatch(r"(gn_)?fig(\d+)_(.*)", name):
+        paper = f"{'GN ' if match.group(1) else ''}Fig. {match.group(2)}"
+        title = f"{paper}: {match.group(3).replace('_', ' ')}"
+    elif match := re.fullmatch(r"gn_app(\w)_(.*)", name):
+        title = f"GN App. {match.group(1)}: {match.group(2).replace('_', ' ')}"
+    else:
+        title = name
+    return f"{rank:02d} {title}"

@@ -57,7 +57,9 @@ Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger 
   correlations); for values, of the ``baseline`` (the ratio filter / baseline against 1);
 - ``inconclusive``: the interval overlaps an edge of the band;
 - ``not comparable``: the rows are missing or the measurement is not finite;
-- ``not configured``: the claim's experiment is not in the config.
+- ``not configured``: the claim's experiment is not in the config;
+- ``settings differ``: a paper's claim whose experiment (or GN sweep) this run configures
+  otherwise than the paper config (``config/config.yaml``) does: measured, not judged.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ VERDICTS = (
     "direction only",
     "inconclusive",
     "not reproduced",
+    "settings differ",
     "not comparable",
     "not configured",
 )
@@ -381,11 +384,22 @@ def power_note(row: dict) -> str:
     )
 
 
-def evaluate(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims table: one row per claim of ``claims`` (the parsed config/claims.yaml)."""
+def evaluate(
+    claims: dict, tables: dict[str, pd.DataFrame], settings_differ: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """The claims table: one row per claim of ``claims`` (the parsed config/claims.yaml). A
+    paper's claim on a table in ``settings_differ`` (table -> what differs from the paper
+    config, :func:`matcond.claims_check.settings_differences`) is measured but not judged:
+    its verdict is ``settings differ`` and its note says what differs."""
     tolerance = claims.get("default_tolerance", 0.25)
     theory_band = tuple(claims.get("theory_band", THEORY_BAND))
     rows = [evaluate_claim(claim, tables, tolerance, theory_band) for claim in claims["claims"]]
+    for claim, row in zip(claims["claims"], rows, strict=True):
+        differs = (settings_differ or {}).get(claim["table"])
+        if differs and row["source"] != OWN and row["verdict"] != "not configured":
+            note = f"not judged, settings differ from the paper config's: {differs}"
+            row["note"] = "; ".join(filter(None, [note, row["note"]]))
+            row["verdict"] = "settings differ"
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 

@@ -7,6 +7,7 @@ Snakefile calls it at parse time.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Collection
@@ -218,3 +219,57 @@ def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIM
             _check_table(table, experiments, f"{prefix}stands_for: ")
             if "component" in where:
                 _check_component(where["component"], f"{prefix}stands_for.{table}.component: ")
+
+
+def table_settings(trials: dict[str, list], sweeps: dict[str, dict]) -> dict[str, list[dict]]:
+    """The settings behind each table a claim can read: per experiment of ``trials``
+    (:func:`matcond.trials.all_trials`) one spec per setting, without its seed; per GN sweep
+    of ``sweeps`` (config key ``gauss_newton.sweeps``) its settings without the number of
+    seeds. The number of seeds is no setting: it changes the interval, not what is measured."""
+    settings = {}
+    for name, chosen in trials.items():
+        cells = {trial.cell: trial.spec for trial in chosen}
+        settings[name] = [{k: v for k, v in s.items() if k != "seed"} for s in cells.values()]
+    for name, sweep in sweeps.items():
+        settings[GN_TABLE_PREFIX + name] = [{k: v for k, v in sweep.items() if k != "seeds"}]
+    return settings
+
+
+def settings_differences(
+    run: dict[str, list[dict]], paper: dict[str, list[dict]], tables: Collection[str]
+) -> dict[str, str]:
+    """For each of ``tables`` that both ``run`` and ``paper`` (:func:`table_settings` of this
+    run's config and of the paper config) hold with different settings: what differs, as
+    "key: this run's values (paper config: its values)", at most three keys."""
+    differences = {}
+    for table in sorted(set(tables) & set(run) & set(paper)):
+        ours, theirs = run[table], paper[table]
+        if sorted(map(_canonical, ours)) == sorted(map(_canonical, theirs)):
+            continue
+        keys = sorted({k for s in [*ours, *theirs] for k in s})
+        words = []
+        for key in keys:
+            mine, its = _values(ours, key), _values(theirs, key)
+            if mine != its:
+                words.append(f"{key}: {', '.join(mine)} (paper config: {', '.join(its)})")
+        if not words:  # the same values, combined otherwise
+            words = ["the settings are combined otherwise than in the paper config"]
+        differences[table] = "; ".join(words[:3]) + ("; …" if len(words) > 3 else "")
+    return differences
+
+
+def _canonical(settings: dict) -> str:
+    return json.dumps(settings, sort_keys=True)
+
+
+def _values(settings: list[dict], key: str) -> list[str]:
+    """The values ``key`` takes in ``settings`` as JSON, numbers in numeric order."""
+    texts = {json.dumps(s.get(key), sort_keys=True) for s in settings}
+
+    def order(text: str) -> tuple:
+        try:
+            return (0, float(text), "")
+        except ValueError:
+            return (1, 0.0, text)
+
+    return sorted(texts, key=order)

@@ -12,6 +12,7 @@ rule claims:
         html=report(
             "results/claims.html", caption="../report/claims.rst", category="Claims"
         ),
+        scorecard="results/scorecard.html",
         md="results/claims.md",
         summary="results/summary.md",
         readings="results/tables/readings.parquet",
@@ -28,6 +29,8 @@ rule claims:
         mem_mb=4000,
         runtime=20,
     params:
-        **rule_params("claims"),
+        **rule_params(
+            "claims", settings_differ=lambda wildcards: claims_settings_differ()
+        ),
     shell:
         JOB

@@ -7,9 +7,23 @@ import shlex
 import shutil
 import sys
 
-from matcond.catalog import FIGURES, config_notes, experiment_summary, report_caption
+from matcond.catalog import (
+    FIGURES,
+    config_notes,
+    experiment_summary,
+    report_caption,
+    report_label,
+)
 from matcond.own_weights.load import check_checkpoint_paths
-from matcond.claims_check import DEPTH_TABLE, paper_values, validate_claims
+from matcond.claims_check import (
+    DEPTH_TABLE,
+    OWN,
+    claim_source,
+    paper_values,
+    settings_differences,
+    table_settings,
+    validate_claims,
+)
 from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
 from matcond.damage import damaged_files, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
@@ -193,6 +207,24 @@ DRAWN = [
 ]
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
+
+
+@functools.cache
+def claims_settings_differ():
+    """The tables of the papers' claims that this run configures otherwise than the paper
+    config (matcond.claims_check.settings_differences), as JSON: those claims are not judged.
+    """
+    tables = [c["table"] for c in claims_yaml()["claims"] if claim_source(c) != OWN]
+    if not workflow.config_settings.configfiles and not workflow.config_settings.config:
+        return json.dumps({})  # the paper config itself
+    paper = validate_config(load_yaml(PAPER_CONFIG))
+    return json.dumps(
+        settings_differences(
+            table_settings(TRIALS, GN["sweeps"]),
+            table_settings(all_trials(paper), paper["gauss_newton"]["sweeps"]),
+            tables,
+        )
+    )
 
 
 @functools.cache
@@ -425,7 +457,18 @@ def figure_caption(wildcards):
     gn_settings = {
         p: GN[p] if p in GN_TRIALS else GN["sweeps"][p] for p in figure.gauss_newton
     }
-    return report_caption(wildcards.figure, summaries, gn_settings)
+    tables = figure_table_names(figure)
+    paper_claims = [
+        c
+        for c in claims_yaml()["claims"]
+        if c["table"] in tables and claim_source(c) != OWN
+    ]
+    return report_caption(wildcards.figure, summaries, gn_settings, paper_claims)
+
+
+def figure_label(wildcards):
+    """The figure's label in the report (its paper name, in the papers' order)."""
+    return {"figure": report_label(wildcards.figure)}
 
 
 @functools.cache

@@ -7,6 +7,7 @@ rule plot:
             "results/figures/{figure}.png",
             caption="../report/figure.rst",
             category=figure_category,
+            labels=figure_label,
         ),
         pdf="results/figures/{figure}.pdf",
     log:

@@ -1,6 +1,7 @@
 """Rule `claims`: per-trial and GN sweep tables -> the claims table (CSV, Markdown, HTML)
 and the claims under each reading of the paper's ambiguous settings."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -13,9 +14,9 @@ from matcond.claims import (
     evaluate_readings,
     readings_summary,
     summary_markdown,
-    to_html,
     to_markdown,
 )
+from matcond.claims_page import claims_page, landing_scorecard
 from matcond.files import read_parquet, write_parquet
 
 
@@ -24,7 +25,7 @@ def main(snakemake) -> None:
     claims = yaml.safe_load(Path(snakemake.input.claims).read_text())
     paths = [*snakemake.input.tables, *snakemake.input.gn_tables]
     tables = {Path(p).stem: read_parquet(p) for p in paths}
-    table = evaluate(claims, tables)
+    table = evaluate(claims, tables, json.loads(snakemake.params.settings_differ))
     table.to_csv(snakemake.output.csv, index=False)
     # the same table, so the damage check can tell a cut CSV (paper_value as text: mixed types)
     write_parquet(table.astype({"paper_value": str}), snakemake.output.parquet)
@@ -32,7 +33,8 @@ def main(snakemake) -> None:
     markdown = "".join(f"## {name}\n\n{to_markdown(part)}\n" for name, part in sections.items())
     Path(snakemake.output.md).write_text(markdown)
     Path(snakemake.output.summary).write_text(summary_markdown(table))
-    Path(snakemake.output.html).write_text(to_html(sections, "Claims"))
+    Path(snakemake.output.html).write_text(claims_page(table))
+    Path(snakemake.output.scorecard).write_text(landing_scorecard(table))
     print(sections["Scorecard"].to_string(index=False), file=sys.stderr)
     readings = evaluate_readings(claims, tables)
     write_parquet(readings, snakemake.output.readings)
