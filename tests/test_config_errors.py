@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
+from matcond.config import (
+    ConfigError,
+    check_results_dir,
+    command_line_values,
+    load_yaml,
+    validate_config,
+)
 from matcond.own_weights.load import check_checkpoint_paths
 from matcond.trials import all_trials
 
@@ -212,7 +218,7 @@ def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         (
             one(),
             ["--config", "defaults={dim: 0}"],
-            "config key defaults.dim: '0' is not of type 'integer' (a number given as a string",
+            "config key defaults.dim: 0 is less than the minimum of 1",
         ),
         (
             {
@@ -297,13 +303,24 @@ def test_a_config_above_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
     assert load_yaml(small) == {"a": 1}
 
 
-def test_a_boolean_key_from_the_command_line_is_read_as_a_boolean():
-    """`--config job_server=false` reaches the workflow as the string 'false'."""
-    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
-    for given, expected in (("false", False), ("True", True), (False, False)):
-        assert validate_config({**config, "job_server": given})["job_server"] is expected
-    with pytest.raises(ConfigError, match="config key job_server: 'no' is not of type 'boolean'"):
-        validate_config({**config, "job_server": "no"})
+def test_command_line_values_are_read_as_yaml():
+    """Snakemake reads `--config` values with YAML's BaseLoader, every scalar a string; they
+    are read again as a config file would read them (1e-3 stays a string there too)."""
+    given = {"a": "false", "b": {"c": "30", "d": ["0.5", "sgd", "1e-3"], "e": "True"}}
+    expected = {"a": False, "b": {"c": 30, "d": [0.5, "sgd", "1e-3"], "e": True}}
+    assert command_line_values(given) == expected
+
+
+def test_nested_and_boolean_keys_work_from_the_command_line(tmp_path):
+    """`--config job_server=false 'defaults={epochs: 2}'` plans trials of 2 epochs (both used
+    to be refused: "'false' is not of type 'boolean'", "'2' is not of type 'integer'")."""
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(one({"dim": 4, "epochs": 1})))
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "-n"]
+    cmd += ["--configfile", tmp_path / "config.yaml"]
+    cmd += ["--config", "job_server=false", "defaults={epochs: 2}"]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "-ep2-" in proc.stdout and "-ep1-" not in proc.stdout
 
 
 def test_the_slurm_executor_without_slurm_tools_stops_at_once(tmp_path):

@@ -134,8 +134,7 @@ def _message(error, prefix: str) -> str:
     msg = f"{prefix}{_key_path(error)}: {error.message}"
     if isinstance(error.instance, str) and error.validator == "type" and _is_number(error.instance):
         msg += (
-            " (a number given as a string: YAML reads 1e-3 as a string, write 1.0e-3; "
-            "`--config key={a: 1}` passes nested values as strings, use a config file)"
+            " (a number given as a string: YAML reads 1e-3 as a string, write 1.0e-3)"
         )
     if (
         error.validator == "type"
@@ -185,16 +184,28 @@ def raise_first_error(validator, instance, prefix: str = "config key ") -> None:
 GENERATED_TABLES = ("theory", "readings", "diverged_trials")
 
 
+def command_line_values(value: Any) -> Any:
+    """``--config`` values as a config file would give them. Snakemake reads ``key=false``
+    and ``key={a: 1, b: [x]}`` with YAML's BaseLoader, which leaves every scalar a string
+    ('false', '1'): each string scalar is read again as YAML ('false' -> False, '1' -> 1,
+    '1e-3' stays a string as in a file)."""
+    if isinstance(value, dict):
+        return {k: command_line_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [command_line_values(v) for v in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return parsed if isinstance(parsed, bool | int | float | str) else value
+    return value
+
+
 def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Return a validated deep copy of ``config`` with every default filled in; a top-level
-    boolean key given as the string 'true' or 'false' (``--config key=false``) is read as
-    that boolean."""
+    """Return a validated deep copy of ``config`` with every default filled in."""
     schema = load_schema() if schema is None else schema
     filled = copy.deepcopy(dict(config))
-    for key, value in filled.items():  # --config job_server=false reaches us as 'false'
-        typed = schema["properties"].get(key, {}).get("type") == "boolean"
-        if typed and isinstance(value, str) and value.lower() in ("true", "false"):
-            filled[key] = value.lower() == "true"
     check_finite(filled)
     raise_first_error(_FillingValidator(schema), filled)
     for name in filled["experiments"]:

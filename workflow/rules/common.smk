@@ -7,6 +7,8 @@ import shlex
 import shutil
 import sys
 
+from snakemake.utils import update_config
+
 from matcond.catalog import (
     FIGURES,
     config_notes,
@@ -24,7 +26,13 @@ from matcond.claims_check import (
     table_settings,
     validate_claims,
 )
-from matcond.config import ConfigError, check_results_dir, load_yaml, validate_config
+from matcond.config import (
+    ConfigError,
+    check_results_dir,
+    command_line_values,
+    load_yaml,
+    validate_config,
+)
 from matcond.damage import damaged_files, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
@@ -40,6 +48,10 @@ try:
         Path(f).resolve(): load_yaml(f)
         for f in workflow.config_settings.configfiles or [PAPER_CONFIG]
     }
+    # --config values arrive with every scalar a string (matcond.config.command_line_values)
+    update_config(
+        config, command_line_values(dict(workflow.config_settings.overwrite_config))
+    )
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
     TRIALS = all_trials(_validated)
