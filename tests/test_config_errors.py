@@ -2,6 +2,7 @@
 choices, the allowed values), and no traceback."""
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -321,6 +322,36 @@ def test_nested_and_boolean_keys_work_from_the_command_line(tmp_path):
     proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "-ep2-" in proc.stdout and "-ep1-" not in proc.stdout
+
+
+def test_a_report_without_the_runs_config_names_the_command_that_works(tmp_path):
+    """After a run with --configfile and --config, `snakemake --report` alone (the paper
+    config: thousands of missing files) stops with one line that names the command with the
+    run's config; that command builds the report."""
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(one({"dim": 4, "epochs": 1})))
+    base = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path]
+    run_it = [*base, "--cores", "2", "--configfile", tmp_path / "config.yaml"]
+    run_it += ["--config", "job_server=false"]
+    proc = subprocess.run(list(map(str, run_it)), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = tmp_path / "results" / "report.html"
+    proc = subprocess.run(
+        list(map(str, [*base, "--report", report])), capture_output=True, text=True, timeout=120
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Missing metadata" not in out and "Traceback" not in out
+    line = next(x for x in out.splitlines() if x.startswith("Cannot build the report: "))
+    command = line.split("report on its results with: ")[1]
+    assert command == (
+        f"snakemake --configfile {tmp_path / 'config.yaml'} --config job_server=false "
+        "--report results/report.html"
+    )
+    words = shlex.split(command)[1:]
+    proc = subprocess.run(
+        list(map(str, [*base, *words])), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert report.stat().st_size > 10_000
 
 
 def test_the_slurm_executor_without_slurm_tools_stops_at_once(tmp_path):

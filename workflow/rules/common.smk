@@ -49,9 +49,7 @@ try:
         for f in workflow.config_settings.configfiles or [PAPER_CONFIG]
     }
     # --config values arrive with every scalar a string (matcond.config.command_line_values)
-    update_config(
-        config, command_line_values(dict(workflow.config_settings.overwrite_config))
-    )
+    update_config(config, command_line_values(dict(workflow.config_settings.config)))
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
     TRIALS = all_trials(_validated)
@@ -100,6 +98,7 @@ onstart:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
+    RUN_CONFIG.write_text(json.dumps(this_run_config()))
     if not workflow.local_exec and (problem := slurm_problem()):
         sys.exit(f"Cannot start: {problem}")
     if workflow.local_exec:
@@ -389,6 +388,48 @@ def slurm_problem():
     )
 
 
+# The config files and --config values of the last run in this directory, for --report.
+RUN_CONFIG = Path("results/.run_config.json")
+
+
+def this_run_config():
+    """This invocation's config files (absolute) and --config values."""
+    return {
+        "configfiles": [
+            str(Path(f).resolve()) for f in workflow.config_settings.configfiles
+        ],
+        "config": dict(workflow.config_settings.config),
+    }
+
+
+def report_problem():
+    """A --report on a config whose results are not all there (it would print thousands of
+    warnings, then fail): how many are missing and, where the last run here used other
+    config, the command that reports on its results; None otherwise."""
+    if "--report" not in sys.argv:
+        return None
+    targets = all_targets()
+    missing = [f for f in targets if not Path(f).exists()]
+    if not missing:
+        return None
+    problem = f"{len(missing)} of {len(targets)} results of this config are missing ({missing[0]}, ...)"
+    if not RUN_CONFIG.exists() or (
+        last := json.loads(RUN_CONFIG.read_text())
+    ) == json.loads(json.dumps(this_run_config())):
+        return f"{problem}: run the workflow with this config first"
+    command = "snakemake" + "".join(f" --configfile {f}" for f in last["configfiles"])
+    if last["config"]:
+        values = [
+            f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+            for k, v in last["config"].items()
+        ]
+        command += " --config " + " ".join(shlex.quote(v) for v in values)
+    return (
+        f"{problem}; the last run here used other config ({RUN_CONFIG}): report on its "
+        f"results with: {command} --report {REPORT}"
+    )
+
+
 def train_runtime(wildcards):
     """Minutes a training job may take (generous: most trials take seconds on a CPU)."""
     block = BLOCKS[wildcards.block]
@@ -632,4 +673,6 @@ def set_aside_damaged_outputs():
         )
 
 
+if workflow.is_main_process and (_problem := report_problem()):
+    sys.exit(f"Cannot build the report: {_problem}")
 set_aside_damaged_outputs()
