@@ -118,7 +118,7 @@ def test_the_full_config_has_no_notes():
 
 
 def test_a_checkpoint_alone_runs_only_its_analysis(tmp_path):
-    """The README's command for one's own weights: a config with only `checkpoints`."""
+    """The command for one's own weights (docs/own-weights.md): a config with only `checkpoints`."""
     import torch
     from safetensors.torch import save_file
 

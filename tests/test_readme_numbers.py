@@ -1,9 +1,12 @@
-"""The README's results cannot drift from the data: its claims scorecard and every interval it
-quotes ("0.50 [0.27, 0.86]") are those of the paper run's claims table, kept beside the docs
-(docs/paper-run/claims.csv, written by rule `claims` on config/config.yaml), and that table
-holds exactly the claims of config/claims.yaml. After changing claims.yaml or the code that
-judges a claim, run the paper config again and copy results/claims.csv and results/summary.md
-there; then fix the README's numbers this test names."""
+"""The README's and the docs' results cannot drift from the data: the claims scorecard and
+every interval they quote ("0.50 [0.27, 0.86]") are those of the paper run's claims table, kept
+beside the docs (docs/paper-run/claims.csv, written by rule `claims` on config/config.yaml), or,
+for the depth formula's cells (docs/depth-theory.md), of that run's depth_theory table
+(docs/paper-run/depth_theory.csv, written by rule `depth_theory`); and the claims table holds
+exactly the claims of config/claims.yaml. After changing claims.yaml or the code that judges a
+claim, run the paper config again and copy results/claims.csv, results/summary.md and
+results/tables/depth_theory.csv there; then fix the numbers this test names in README.md and
+docs/*.md."""
 
 import re
 from pathlib import Path
@@ -16,8 +19,14 @@ from matcond.claims import scorecard, summary_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
+# the README and every page of the docs (docs/paper-run/summary.md is checked whole, below)
+PAGES = {
+    path.relative_to(REPO).as_posix(): path.read_text()
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+}
 SNAPSHOT = REPO / "docs" / "paper-run"
 CLAIMS = pd.read_csv(SNAPSHOT / "claims.csv").fillna({"note": ""})
+DEPTH = pd.read_csv(SNAPSHOT / "depth_theory.csv")
 NUMBER = r"-?\d[\d,]*(?:\.\d+)?"
 # an estimate with its interval, maybe in percent: "0.50 [0.27, 0.86]", "-83 % [-1310 %, 0.2 %]"
 INTERVAL = re.compile(rf"({NUMBER})\s*(%?)\s*\[({NUMBER})\s*%?,\s*({NUMBER})\s*%?\]")
@@ -25,6 +34,12 @@ STATISTICS = [
     ("measured", "ci_low", "ci_high"),
     ("companion", "companion_ci_low", "companion_ci_high"),
 ]
+# a depth_theory cell: the measured median κ error and the prediction's ratio to it
+DEPTH_STATISTICS = [
+    ("measured_median", "measured_ci_low", "measured_ci_high"),
+    ("ratio", "ratio_ci_low", "ratio_ci_high"),
+]
+SCORECARD_ROW = r"^\| ([^|]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$"
 
 
 def printed_as(value: float, text: str) -> bool:
@@ -37,11 +52,26 @@ def printed_as(value: float, text: str) -> bool:
     return abs(value - float(text.replace(",", ""))) <= 0.5 * unit * (1 + 1e-9)
 
 
-def quoted_intervals() -> list[tuple[str, float, tuple[str, str, str]]]:
-    """Every estimate with its interval in the README: (as printed, scale, its three numbers)."""
+def quoted_intervals() -> list[tuple[str, str, float, tuple[str, str, str]]]:
+    """Every estimate with its interval in the README and the docs: (page, as printed, scale,
+    its three numbers)."""
     return [
-        (m.group(0), 100.0 if m.group(2) else 1.0, (m.group(1), m.group(3), m.group(4)))
-        for m in INTERVAL.finditer(README)
+        (page, m.group(0), 100.0 if m.group(2) else 1.0, (m.group(1), m.group(3), m.group(4)))
+        for page, text in PAGES.items()
+        for m in INTERVAL.finditer(text)
+    ]
+
+
+def matches(table: pd.DataFrame, statistics, scale: float, numbers) -> list[int]:
+    """The rows of ``table`` one of whose statistics with its interval is ``numbers``."""
+    return [
+        i
+        for i, row in table.iterrows()
+        for columns in statistics
+        if all(
+            pd.notna(row[c]) and printed_as(float(row[c]) * scale, text)
+            for c, text in zip(columns, numbers, strict=True)
+        )
     ]
 
 
@@ -51,10 +81,18 @@ def test_the_snapshot_holds_exactly_the_configured_claims():
     assert (SNAPSHOT / "summary.md").read_text() == summary_markdown(CLAIMS)
 
 
-def test_the_readme_scorecard_is_the_snapshots():
-    rows = re.findall(
-        r"^\| ([^|]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", README, re.M
-    )
+PAGES_WITH_SCORECARD = [
+    page for page, text in PAGES.items() if re.search(SCORECARD_ROW, text, re.M)
+]
+
+
+def test_the_readme_has_the_scorecard():
+    assert "README.md" in PAGES_WITH_SCORECARD
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_SCORECARD)
+def test_every_scorecard_is_the_snapshots(page):
+    rows = re.findall(SCORECARD_ROW, PAGES[page], re.M)
     quoted = {name.split(" (")[0]: [int(n) for n in numbers] for name, *numbers in rows}
     card = scorecard(CLAIMS)
     for _, counts in card.iterrows():
@@ -63,20 +101,23 @@ def test_the_readme_scorecard_is_the_snapshots():
         assert row == expected, counts["source"]
 
 
-def test_the_readme_quotes_intervals():
-    assert len(quoted_intervals()) >= 20
+def test_the_pages_quote_intervals():
+    quoted = quoted_intervals()
+    assert len(quoted) >= 60
+    assert sum(page == "README.md" for page, *_ in quoted) >= 5
+    assert {page for page, *_ in quoted} >= {"docs/results.md", "docs/theory.md"}
 
 
-@pytest.mark.parametrize("printed,scale,numbers", quoted_intervals(), ids=lambda v: str(v)[:30])
-def test_every_quoted_interval_is_a_claims_statistic(printed, scale, numbers):
-    """The estimate and both ends match one claim's statistic (or its companion) and interval."""
-    found = [
-        row["claim_id"]
-        for _, row in CLAIMS.iterrows()
-        for columns in STATISTICS
-        if all(
-            pd.notna(row[c]) and printed_as(float(row[c]) * scale, text)
-            for c, text in zip(columns, numbers, strict=True)
-        )
-    ]
-    assert found, f"README quotes {printed!r}, which no claim of docs/paper-run/claims.csv has"
+@pytest.mark.parametrize(
+    "page,printed,scale,numbers", quoted_intervals(), ids=lambda v: str(v)[:30]
+)
+def test_every_quoted_interval_is_a_claims_statistic(page, printed, scale, numbers):
+    """The estimate and both ends match one claim's statistic (or its companion) and
+    interval, or one cell of the depth formula's table."""
+    found = matches(CLAIMS, STATISTICS, scale, numbers) or matches(
+        DEPTH, DEPTH_STATISTICS, scale, numbers
+    )
+    assert found, (
+        f"{page} quotes {printed!r}, which no claim of docs/paper-run/claims.csv (nor cell"
+        " of docs/paper-run/depth_theory.csv) has"
+    )
