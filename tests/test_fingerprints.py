@@ -87,3 +87,14 @@ def test_the_script_content_counts_and_its_timestamp_does_not(tmp_path):
     assert code_fingerprint(script) == before
     script.write_text("from matcond import stats\nprint(1)\n")
     assert code_fingerprint(script) != before
+
+
+def test_snakemakes_list_params_changes_lists_unchanged_jobs():
+    """Why docs/configuration.md says not to use --list-params-changes: Snakemake merges each
+    output's comparison with ``|``, and a merge that found no change keeps the files of the
+    last comparison, which the listing iterates. When an upgrade fixes this, this test fails:
+    drop the paragraph."""
+    from snakemake.persistence import NO_PARAMS_CHANGE, ParamsChange
+
+    unchanged = NO_PARAMS_CHANGE | ParamsChange(files={"results/tables/e.parquet"})
+    assert not unchanged and list(unchanged) == ["results/tables/e.parquet"]
