@@ -133,9 +133,7 @@ def _key_path(error) -> str:
 def _message(error, prefix: str) -> str:
     msg = f"{prefix}{_key_path(error)}: {error.message}"
     if isinstance(error.instance, str) and error.validator == "type" and _is_number(error.instance):
-        msg += (
-            " (a number given as a string: YAML reads 1e-3 as a string, write 1.0e-3)"
-        )
+        msg += " (a number given as a string: YAML reads 1e-3 as a string, write 1.0e-3)"
     if (
         error.validator == "type"
         and isinstance(error.instance, float)
