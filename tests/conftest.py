@@ -89,6 +89,7 @@ def small_run(tmp_path_factory) -> Path:
             cmd = [Path(sys.executable).with_name("snakemake"), "-s", REPO / "Snakefile"]
             cmd += ["--directory", workdir, "--configfile", workdir / "config.yaml"]
             proc = subprocess.run([*map(str, cmd), "--cores", "2"], capture_output=True, text=True)
+            (session_dir / "small_run.console").write_text(proc.stdout + proc.stderr)
             if proc.returncode:
                 failed.write_text(proc.stdout[-3000:] + proc.stderr[-3000:])
     assert not failed.exists(), failed.read_text()

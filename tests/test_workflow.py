@@ -232,6 +232,21 @@ def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, 
     )
 
 
+def test_the_small_runs_console_shows_progress_and_problems_only(finished):
+    """The small run's console (the profile's logger, src/snakemake_logger_plugin_matcond):
+    its header and job counts, ten progress lines, the diverged trials' line; no job's
+    description. The complete log keeps every job's."""
+    console = (finished.parent / "small_run.console").read_text()
+    lines = console.splitlines()
+    assert len(lines) <= 200, len(lines)
+    progress = [x for x in lines if re.fullmatch(r"\d+ of \d+ steps \(\d+%\) done", x)]
+    assert 10 <= len(progress) <= 12 and progress[-1].endswith("(100%) done")
+    assert not any(re.match(r"(local)?rule \w+:$", x) for x in lines)
+    assert "trials diverged" in console
+    log = sorted((finished / ".snakemake" / "log").glob("*.snakemake.log"))[0].read_text()
+    assert len(re.findall(r"^(?:local)?rule train:$", log, flags=re.M)) > 10
+
+
 def test_adding_seeds_reruns_only_their_blocks_and_what_reads_them(finished, small_config):
     """A third seed of exp1_dimension joins the block of seeds 0-63 of each of its two
     settings: those two blocks are trained again, and every experiment with a trial in them

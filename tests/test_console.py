@@ -1,0 +1,49 @@
+"""The console of a run (Snakemake logger plugin ``matcond``, set by profiles/default): what it
+shows of each kind of Snakemake log record."""
+
+import logging
+
+from snakemake_interface_logger_plugins.common import LogEvent
+
+from snakemake_logger_plugin_matcond import shown
+
+
+def record(level=logging.INFO, msg="text", **extra) -> logging.LogRecord:
+    rec = logging.LogRecord("snakemake", level, __file__, 1, msg, None, None)
+    rec.__dict__.update(extra)
+    return rec
+
+
+def test_a_run_hides_each_jobs_lines_and_shows_problems():
+    hidden = [
+        record(event=LogEvent.JOB_INFO),
+        record(event=LogEvent.JOB_FINISHED),
+        record(event=LogEvent.JOB_STARTED, msg="Execute 2 jobs..."),
+        record(event=LogEvent.SHELLCMD),
+        record(msg="Select jobs to execute..."),
+    ]
+    for rec in hidden:
+        assert shown(rec, dryrun=False, last_step=3) == (False, 3)
+        assert shown(rec, dryrun=True, last_step=3) == (True, 3)  # a dry run lists its jobs
+    problems = [
+        record(logging.ERROR, "Error in rule train, jobid: 4", event=LogEvent.JOB_ERROR),
+        record(logging.WARNING, "Missing metadata"),
+        record(logging.ERROR, "boom", event=LogEvent.ERROR),
+    ]
+    for rec in problems:
+        assert shown(rec, dryrun=False, last_step=3)[0]
+    assert shown(record(msg="Trying to restart job 4."), dryrun=False, last_step=3)[0]
+
+
+def test_progress_is_shown_at_each_tenth_and_at_the_end():
+    step, lines = -1, []
+    for done in range(1, 180):
+        show, step = shown(record(event=LogEvent.PROGRESS, done=done, total=179), False, step)
+        if show:
+            lines.append(done)
+    assert lines == [1, 18, 36, 54, 72, 90, 108, 126, 144, 162, 179]
+    step, lines = -1, []
+    for done in range(1, 4):  # fewer jobs than steps: every one
+        show, step = shown(record(event=LogEvent.PROGRESS, done=done, total=3), False, step)
+        lines += [done] if show else []
+    assert lines == [1, 2, 3]
