@@ -23,16 +23,16 @@ def test_a_run_hides_each_jobs_lines_and_shows_problems():
         record(msg="Select jobs to execute..."),
     ]
     for rec in hidden:
-        assert shown(rec, dryrun=False, last_step=3) == (False, 3)
-        assert shown(rec, dryrun=True, last_step=3) == (True, 3)  # a dry run lists its jobs
+        assert shown(rec, everything=False, last_step=3) == (False, 3)
+        assert shown(rec, everything=True, last_step=3) == (True, 3)  # a dry run lists its jobs
     problems = [
         record(logging.ERROR, "Error in rule train, jobid: 4", event=LogEvent.JOB_ERROR),
         record(logging.WARNING, "Missing metadata"),
         record(logging.ERROR, "boom", event=LogEvent.ERROR),
     ]
     for rec in problems:
-        assert shown(rec, dryrun=False, last_step=3)[0]
-    assert shown(record(msg="Trying to restart job 4."), dryrun=False, last_step=3)[0]
+        assert shown(rec, everything=False, last_step=3)[0]
+    assert shown(record(msg="Trying to restart job 4."), everything=False, last_step=3)[0]
 
 
 def test_progress_is_shown_at_each_tenth_and_at_the_end():
@@ -47,3 +47,18 @@ def test_progress_is_shown_at_each_tenth_and_at_the_end():
         show, step = shown(record(event=LogEvent.PROGRESS, done=done, total=3), False, step)
         lines += [done] if show else []
     assert lines == [1, 2, 3]
+
+
+def test_the_handler_prints_a_jobs_description_only_when_asked(capsys):
+    """``--logger-matcond-jobs`` (the plugin's setting) brings every job's lines back."""
+    from types import SimpleNamespace
+
+    from snakemake_logger_plugin_matcond import LogHandler, LogHandlerSettings
+
+    common = SimpleNamespace(dryrun=False, nocolor=True, stdout=False)
+    job = record(event=LogEvent.SHELLCMD, msg="echo the job's command")
+    for jobs, printed in ((False, ""), (True, "echo the job's command\n")):
+        handler = LogHandler(common, LogHandlerSettings(jobs=jobs))
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.emit(job)
+        assert capsys.readouterr().err == printed
