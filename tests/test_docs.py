@@ -203,13 +203,19 @@ def check_venv(args: list[str], tmp_path: Path, line: str, request) -> None:
 
 
 def check_pip(args: list[str], tmp_path: Path, line: str, request) -> None:
-    """``pip install -q -r FILE -e .``: the file exists and this environment, made by that
-    command, has every pin of it (installing again would download), with this repository's
-    package installed in place."""
-    assert args[:2] == [".venv/bin/pip", "install"], args
-    assert {"-r", "-e"} <= set(args), args
-    requirements = REPO / args[args.index("-r") + 1]
-    assert args[args.index("-e") + 1] == "."
+    """``pip install -q -e .``: this repository's package is installed in place (first, so
+    that an unsupported Python is named before any pin fails: tests/test_environment.py).
+    ``pip install -q -r FILE``: the file exists and this environment, made by that command,
+    has every pin of it (installing again would download)."""
+    assert args[:3] == [".venv/bin/pip", "install", "-q"], args
+    if args[3:] == ["-e", "."]:
+        import matcond
+
+        assert Path(matcond.__file__).is_relative_to(REPO / "src")
+        assert line.index(command_text(args)) < line.index("pip install -q -r ")
+        return
+    assert args[3] == "-r" and len(args) == 5, args
+    requirements = REPO / args[4]
     wrong = {}
     for name, pin in pinned(requirements).items():
         try:
@@ -219,9 +225,10 @@ def check_pip(args: list[str], tmp_path: Path, line: str, request) -> None:
         if installed is None or Version(installed).public != Version(pin).public:
             wrong[name] = (pin, installed)
     assert not wrong, f"{requirements.name}: pinned vs installed {wrong}"
-    import matcond
 
-    assert Path(matcond.__file__).is_relative_to(REPO / "src")
+
+def command_text(args: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)
 
 
 def check_snakemake(args: list[str], tmp_path: Path, line: str, request) -> None:
