@@ -389,7 +389,7 @@ def slurm_problem():
 
 
 # The config files and --config values of the last run in this directory, for --report.
-RUN_CONFIG = Path("results/.run_config.json")
+RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
 
 
 def this_run_config():
