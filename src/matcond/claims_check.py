@@ -228,8 +228,11 @@ def table_settings(trials: dict[str, list], sweeps: dict[str, dict]) -> dict[str
     seeds. The number of seeds is no setting: it changes the interval, not what is measured."""
     settings = {}
     for name, chosen in trials.items():
-        cells = {trial.cell: trial.spec for trial in chosen}
-        settings[name] = [{k: v for k, v in s.items() if k != "seed"} for s in cells.values()]
+        first_of_cell = {}
+        for trial in chosen:  # one spec parsed per setting: 10^5 trials stay cheap
+            first_of_cell.setdefault(trial.cell, trial)
+        specs = [t.spec for t in first_of_cell.values()]
+        settings[name] = [{k: v for k, v in s.items() if k != "seed"} for s in specs]
     for name, sweep in sweeps.items():
         settings[GN_TABLE_PREFIX + name] = [{k: v for k, v in sweep.items() if k != "seeds"}]
     return settings
