@@ -406,7 +406,7 @@ def report_problem():
     """A --report on a config whose results are not all there (it would print thousands of
     warnings, then fail): how many are missing and, where the last run here used other
     config, the command that reports on its results; None otherwise."""
-    if "--report" not in sys.argv:
+    if not any(a == "--report" or a.startswith("--report=") for a in sys.argv):
         return None
     targets = all_targets()
     missing = [f for f in targets if not Path(f).exists()]
