@@ -194,7 +194,7 @@ FIGURES = {
     "theory": Figure(
         ("exp1_dimension",),
         "Why the condition number is poorly learned",
-        "The first-order theory (README; src/matcond/theory.py) against the measurements: "
+        "The first-order theory (docs/theory.md; src/matcond/theory.py) against the measurements: "
         "markers and bands are the measured median kappa error (mean row-norm error) with "
         "95 % bootstrap intervals, lines the predictions for the same trials' settings and "
         "targets. The kappa error is label noise and left-over init acting on the target's "

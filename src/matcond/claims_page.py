@@ -38,7 +38,7 @@ _STYLE = (
 def section_of(where: str) -> str:
     """The paper section a claim's ``where`` names: "§4.1 / abstract" -> "§4.1",
     "GN §4.2, Lemma 2 / Fig. 3" -> "GN §4.2", "peer review W6" -> "peer review",
-    "control (README, Experiment 3)" -> "control"; "theory (depth)" stays."""
+    "control (Experiment 3)" -> "control"; "theory (depth)" stays."""
     section = where.split(" / ")[0].split(",")[0].strip()
     if section.startswith("peer review"):
         return "peer review"

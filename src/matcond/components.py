@@ -1,6 +1,6 @@
 """The structural components of a weight matrix and their errors (paper §3.1).
 
-This module is the one place where the components are defined; the README repeats the
+This module is the one place where the components are defined; docs/experiments.md repeats the
 definitions. Everything is computed in float64 with numpy, whatever dtype the weights had.
 
 For a matrix W (m x n) with singular values s_1 >= ... >= s_q, q = min(m, n):

@@ -1,6 +1,6 @@
 """Run one trial end to end and write its tidy table and its weights.
 
-Table layout (one row per recorded epoch, matrix and component; documented in the README):
+Table layout (one row per recorded epoch, matrix and component; documented in docs/outputs.md):
 the trial's scalar settings as columns, then ``matrix``, ``epoch``, ``component``, ``trained``,
 ``target``, ``error``, ``loss``, ``diverged``, ``diverged_epoch``. With ``record_gradients``
 the product matrix also gets, per recorded epoch, ``sigma_{i}`` (its i-th singular value
@@ -176,7 +176,7 @@ def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) 
     replace_atomically(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
 
-BATCH_ELEMENTS = 1 << 16  # chosen by benchmarks/batch_bench.py (README, Benchmarks)
+BATCH_ELEMENTS = 1 << 16  # chosen by benchmarks/batch_bench.py (docs/benchmarks.md)
 
 BENCHMARK_COLUMNS = ["s", "h:m:s", "max_rss", "cpu_time", "compute_s"]
 

@@ -1,6 +1,6 @@
 """Why the condition number is poorly learned: a first-order theory of online SGD.
 
-Setting (README, "Why the condition number is poorly learned"): a single matrix W (d x d)
+Setting (docs/theory.md, "The first-order theory"): a single matrix W (d x d)
 learns W* by plain SGD with learning rate lr from W_0 with i.i.d. N(0, init_scale²) entries;
 each of the T steps draws a fresh batch of B inputs x ~ N(0, I) and labels W* x + ε,
 ε ~ N(0, noise_std² I), and follows the gradient of ½ mean_batch ||W x - y||². With

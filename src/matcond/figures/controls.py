@@ -55,7 +55,7 @@ def _theory_panel(ax, rows: pd.DataFrame, x: str, by: str | None = None) -> None
 
 
 def theory(tables: Tables, png: str, pdf: str) -> None:
-    """The first-order theory against the measurements (README, the theory)."""
+    """The first-order theory against the measurements (docs/theory.md)."""
     table = tables["theory"]
     kappa = table[table["component"] == "condition_number"]
     last = kappa.groupby("experiment")["epoch"].transform("max") == kappa["epoch"]
