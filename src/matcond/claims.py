@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import decimal
 import functools
-import html
 import math
 
 import numpy as np
@@ -477,7 +476,8 @@ def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return sections
 
 
-def _interval(value: float, low: float, high: float) -> str:
+def interval_text(value: float, low: float, high: float) -> str:
+    """An estimate with its interval, to 3 significant digits: "0.5 [0.27, 0.86]"."""
     return f"{value:.3g} [{low:.3g}, {high:.3g}]"
 
 
@@ -500,12 +500,12 @@ def summary_markdown(table: pd.DataFrame) -> str:
             for row in chosen.itertuples(index=False):
                 text = f"- `{row.claim_id}` ({row.where}): {row.statement}."
                 if math.isfinite(row.measured):
-                    measured = _interval(row.measured, row.ci_low, row.ci_high)
+                    measured = interval_text(row.measured, row.ci_low, row.ci_high)
                     text += f" Measured ({row.statistic}, n = {row.n:.0f}): {measured}"
                     text += f"; band [{row.band_low:.3g}, {row.band_high:.3g}]"
                     text += f" (paper: {row.paper_value})."
                 if math.isfinite(row.companion):
-                    companion = _interval(
+                    companion = interval_text(
                         row.companion, row.companion_ci_low, row.companion_ci_high
                     )
                     text += f" Companion: {companion}."
@@ -527,30 +527,3 @@ def to_markdown(table: pd.DataFrame) -> str:
         "| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)
     ]
     return "\n".join(lines) + "\n"
-
-
-def to_html(table: pd.DataFrame | dict[str, pd.DataFrame], title: str) -> str:
-    """A table, or named tables (one section each), as one self-contained HTML page (for the
-    report), numbers to 3 significant digits."""
-    sections = table if isinstance(table, dict) else {"": table}
-    body = "".join(
-        (f"<h2>{html.escape(name)}</h2>" if name else "")
-        + part.to_html(
-            index=False,
-            na_rep="",
-            float_format=lambda v: f"{v:.3g}",
-            escape=True,
-            border=0,
-            classes="claims",
-        )
-        for name, part in sections.items()
-    )
-    style = (
-        "body{font-family:sans-serif;font-size:13px;margin:1em}"
-        "table{border-collapse:collapse}th,td{padding:3px 6px;border-bottom:1px solid #ddd;"
-        "text-align:left;vertical-align:top}th{position:sticky;top:0;background:#f4f4f4}"
-    )
-    return (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-        f"<style>{style}</style></head><body><h1>{title}</h1>{body}</body></html>\n"
-    )

@@ -1,7 +1,8 @@
-"""The claims table as pages a researcher reads: ``results/claims.html`` (every claim, the
-verdict first and coloured, the paper's value beside ours with its interval, grouped by paper
-and section) and ``results/scorecard.html`` (the verdict counts per paper, the report's
-landing page). Written by rule `claims` from the table of :func:`matcond.claims.evaluate`."""
+"""The report's pages of the claims: ``results/claims.html`` (every claim, the verdict first
+and coloured, the paper's value beside ours with its interval, grouped by paper and section)
+and ``results/scorecard.html`` (the verdict counts per paper, the report's landing page),
+written by rule `claims` from the table of :func:`matcond.claims.evaluate`; and any table as
+a page (:func:`table_page`: the diverged trials)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from matcond.claims import VERDICTS, scorecard
+from matcond.claims import VERDICTS, interval_text, scorecard
 from matcond.claims_check import SOURCES
 
 COLOURS = {
@@ -29,7 +30,7 @@ _STYLE = (
     "table{border-collapse:collapse;width:100%;table-layout:fixed}"
     "th,td{padding:3px 6px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top;"
     "overflow-wrap:anywhere}th{background:#f4f4f4}"
-    "table.claims{min-width:860px}table.scorecard{width:auto;table-layout:auto}"
+    "table.claims{min-width:860px}table.scorecard,table.table{width:auto;table-layout:auto}"
     ".verdict{font-size:12px}"
     "small{color:#57606a}"
 )
@@ -66,7 +67,7 @@ def _number(value: float) -> str:
 def _estimate(value: float, low: float, high: float) -> str:
     if not math.isfinite(value):
         return "—" if math.isnan(value) else _number(value)
-    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
+    return interval_text(value, low, high)
 
 
 def verdict_badge(verdict: str) -> str:
@@ -156,9 +157,21 @@ def claims_page(table: pd.DataFrame) -> str:
             body.append(f"<h3>{html.escape(section)}</h3>")
             lines = "".join(_claim_row(row) for row in chosen.itertuples(index=False))
             body.append(f'<table class="claims">{columns}<tbody>{lines}</tbody></table>')
+    return _page("Claims", "".join(body))
+
+
+def table_page(table: pd.DataFrame, title: str) -> str:
+    """``table`` as one self-contained HTML page, numbers to 3 significant digits."""
+    body = table.to_html(
+        index=False, na_rep="", float_format=_number, escape=True, border=0, classes="table"
+    )
+    return _page(title, f"<h1>{html.escape(title)}</h1>{body}")
+
+
+def _page(title: str, body: str) -> str:
     return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Claims</title>'
-        f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n"
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f"</title><style>{_STYLE}</style></head><body>{body}</body></html>\n"
     )
 
 

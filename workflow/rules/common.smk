@@ -225,7 +225,7 @@ def claims_settings_differ():
     """The tables of the papers' claims that this run configures otherwise than the paper
     config (matcond.claims_check.settings_differences), as JSON: those claims are not judged.
     """
-    tables = [c["table"] for c in claims_yaml()["claims"] if claim_source(c) != OWN]
+    tables = [c["table"] for c in paper_claims()]
     if not workflow.config_settings.configfiles and not workflow.config_settings.config:
         return json.dumps({})  # the paper config itself
     paper = validate_config(load_yaml(PAPER_CONFIG))
@@ -242,6 +242,12 @@ def claims_settings_differ():
 def claims_yaml():
     """config/claims.yaml, read once (validated in the main process before any job)."""
     return load_yaml(CLAIMS_FILE)
+
+
+@functools.cache
+def paper_claims():
+    """The claims of config/claims.yaml that are the papers' (not our own checks)."""
+    return [c for c in claims_yaml()["claims"] if claim_source(c) != OWN]
 
 
 if workflow.is_main_process:
@@ -511,12 +517,8 @@ def figure_caption(wildcards):
         p: GN[p] if p in GN_TRIALS else GN["sweeps"][p] for p in figure.gauss_newton
     }
     tables = figure_table_names(figure)
-    paper_claims = [
-        c
-        for c in claims_yaml()["claims"]
-        if c["table"] in tables and claim_source(c) != OWN
-    ]
-    return report_caption(wildcards.figure, summaries, gn_settings, paper_claims)
+    on_figure = [c for c in paper_claims() if c["table"] in tables]
+    return report_caption(wildcards.figure, summaries, gn_settings, on_figure)
 
 
 def figure_label(wildcards):

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from matcond.claims import to_html
+from matcond.claims_page import table_page
 from matcond.selection import diverged_trials, divergence_summary
 from matcond.trials import trial_paths
 
@@ -15,6 +15,6 @@ def main(snakemake) -> None:
     trials = json.loads(snakemake.params.trials)
     table = diverged_trials(trials, list(snakemake.input))
     table.to_csv(snakemake.output.csv, index=False)
-    Path(snakemake.output.html).write_text(to_html(table, "Diverged trials"))
+    Path(snakemake.output.html).write_text(table_page(table, "Diverged trials"))
     n_trials = len({path for cells in trials.values() for path in trial_paths(cells)})
     print(divergence_summary(table, n_trials), file=sys.stderr)
