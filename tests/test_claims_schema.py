@@ -252,9 +252,9 @@ MISTAKES = {
         "",
     ),
     "reading experiment misspelt": (
-        lambda claims: claims["readings"][0].update(experiment="ctrl_innit"),
-        "reading init: experiment: 'ctrl_innit' is not an experiment",
-        "(did you mean 'ctrl_init'?)",
+        lambda claims: claims["readings"][0].update(experiment="ctrl_readigns"),
+        "reading init and row scale: experiment: 'ctrl_readigns' is not an experiment",
+        "(did you mean 'ctrl_readings'?)",
     ),
     "reading arm setting misspelt": (
         lambda claims: claims["readings"][0].update(arms_by=["init", "init_scael"]),
@@ -263,8 +263,24 @@ MISTAKES = {
     ),
     "reading stands for an unknown experiment": (
         lambda claims: claims["readings"][1]["stands_for"].update(exp2_optimiser={}),
-        "reading target row scale: stands_for: 'exp2_optimiser' is not an experiment",
+        "reading init and row scale, 1000 epochs: stands_for: 'exp2_optimiser' is not an "
+        "experiment",
         "(did you mean 'exp2_optimizer'?)",
+    ),
+    "a heavy-tail pool misspelt": (
+        lambda claims: claims["heavy_tail"]["exp1_dimension"].update(pool="pool_exp1_dim"),
+        "heavy_tail: exp1_dimension: pool: 'pool_exp1_dim' is not an experiment",
+        "(did you mean 'pool_exp1_dimension'?)",
+    ),
+    "a heavy-tail entry without the paper's number of trials": (
+        lambda claims: claims["heavy_tail"]["exp1_dimension"].pop("paper_n"),
+        "heavy_tail.exp1_dimension: 'paper_n' is a required property",
+        "",
+    ),
+    "a calibration claim misspelt": (
+        lambda claims: claims["calibration"].update(kappa="exp1_kapa_d32"),
+        "calibration: no claim 'exp1_kapa_d32'",
+        "(did you mean 'exp1_kappa_d32'?)",
     ),
 }
 

@@ -111,6 +111,7 @@ def test_the_full_config_has_no_notes():
     tables = [c["table"] for c in claims["claims"]]
     gn = paper["gauss_newton"]
     others = [r["experiment"] for r in claims["readings"]]
+    others += [entry["pool"] for entry in claims["heavy_tail"].values()]
     others += [gn[part]["experiment"] for part in ("exp7", "along_training")]
     gn_parts = [*gn["sweeps"], "exp7", "along_training"]
     experiments = [*paper["experiments"], "depth_theory"]  # the depth formula's table

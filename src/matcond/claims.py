@@ -72,12 +72,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from matcond import theory
+from matcond import heavy_tail, theory
 from matcond.claims_check import OWN, SOURCES, claim_source
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.selection import DERIVED, MissingRows, arm, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
-from matcond.trials import format_value
 
 CLAIM_COLUMNS = [
     "claim_id",
@@ -99,10 +98,22 @@ CLAIM_COLUMNS = [
     "companion",
     "companion_ci_low",
     "companion_ci_high",
+    "rule",
+    "tail_index",
+    "tail_index_low",
+    "tail_index_high",
+    "paper_n",
+    "pool_n",
+    "predictive_low",
+    "predictive_high",
+    "p_value",
+    "p_low",
+    "p_high",
     "note",
 ]
 VERDICTS = (
     "reproduced",
+    "consistent",
     "direction only",
     "inconclusive",
     "not reproduced",
@@ -191,20 +202,23 @@ def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
     return arms, measure, statistic
 
 
-def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool, int]:
-    """The measurement on the arms and its bootstrap interval, and the trials it used.
-
-    Arms are paired on the seeds they share (a seed fixes target, data and init): a trial
-    missing from one arm (diverged, not finite) leaves all of them. Arms with fewer than two
-    common seeds are resampled independently.
-    """
+def _paired(arms: list[pd.Series]) -> tuple[list[np.ndarray], bool]:
+    """The arms' values, paired on the seeds they share (a seed fixes target, data and init):
+    a trial missing from one arm (diverged, not finite) leaves all of them. Arms with fewer
+    than two common seeds stay as they are (resampled independently)."""
     common = arms[0].index
     for a in arms[1:]:
         common = common.intersection(a.index)
     paired = len(arms) > 1 and len(common) >= 2
     if paired:
         arms = [a.loc[common] for a in arms]
-    samples = [a.to_numpy() for a in arms]
+    return [a.to_numpy() for a in arms], paired
+
+
+def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool, int]:
+    """The measurement on the arms (:func:`_paired`) and its bootstrap interval, and the
+    trials it used."""
+    samples, paired = _paired(arms)
     n = min(s.size for s in samples)
     if n == 0:  # every trial of an arm left out (diverged, not finite)
         return math.nan, math.nan, math.nan, paired, n
@@ -306,21 +320,29 @@ def _tail_note(arms: list[pd.Series]) -> str:
     return f"the largest of {values.size} trials is {values.max() / total:.0%} of the mean's sum"
 
 
+PREDICTIVE_COLUMNS = CLAIM_COLUMNS[CLAIM_COLUMNS.index("tail_index") : -1]
+
+
 def evaluate_claim(
     claim: dict,
     tables: dict[str, pd.DataFrame],
     tolerance: float,
     theory_band: tuple[float, float] = THEORY_BAND,
+    pool: str | None = None,
+    paper_n: int | None = None,
 ) -> dict:
-    """One row of the claims table."""
+    """One row of the claims table. ``pool`` names the experiment whose trials are the
+    heavy-tail rule's pool (default: the claim's own), ``paper_n`` the paper's number of
+    trials (default: ours)."""
     row = {k: claim.get(k) for k in ("claim_id", "where", "statement")}
     row["source"] = claim_source(claim)
     row["paper_value"] = str(claim["paper_value"])
     row["kind"] = claim.get("kind", "value")
     nan = math.nan
     row.update(band_low=nan, band_high=nan, statistic="", measured=nan, ci_low=nan, ci_high=nan)
-    row.update(n=nan, n_diverged=nan, paired=False, note="")
+    row.update(n=nan, n_diverged=nan, paired=False, note="", rule="interval")
     row.update(companion=nan, companion_ci_low=nan, companion_ci_high=nan)
+    row.update(dict.fromkeys(PREDICTIVE_COLUMNS, nan))
     if claim["table"] not in tables:
         return {**row, "verdict": "not configured", "note": f"no experiment {claim['table']}"}
     try:
@@ -337,6 +359,9 @@ def evaluate_claim(
             companion = _companion(claim, tables, statistic)
             row["companion"], row["companion_ci_low"], row["companion_ci_high"] = companion
         row["verdict"] = verdict(claim, row, tables)  # the direction may read the baseline's rows
+        heavy = ""
+        if _heavy_tail_applies(claim, statistic) and math.isfinite(value):
+            heavy = _judge_heavy_tail(claim, row, tables, pool or claim["table"], paper_n or n)
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
     if row["verdict"] == "not comparable":
@@ -345,7 +370,7 @@ def evaluate_claim(
         row["note"] = power_note(row)
     elif statistic == "mean" and row["kind"] == "value":
         row["note"] = _tail_note(arms)
-    notes = [row["note"]] if row["note"] else []
+    notes = [note for note in (heavy, row["note"]) if note]
     unreliable = sum(a.attrs.get("n_unreliable", 0) for a in arms)
     if unreliable:
         notes.append(f"{unreliable} unreliable κ left out")
@@ -353,6 +378,82 @@ def evaluate_claim(
         notes.append(f"only {n} trials: a bootstrap interval this small undercovers")
     row["note"] = "; ".join(notes)
     return row
+
+
+def _heavy_tail_applies(claim: dict, statistic: str) -> bool:
+    """Whether the heavy-tail rule may apply: a claim on a per-trial table (not a GN sweep's,
+    not a theory prediction) judged on means or standard deviations."""
+    return (
+        claim["paper_value"] != "theory"
+        and not claim["table"].startswith(GN_TABLE_PREFIX)
+        and claim.get("kind", "value") != "correlation"
+        and set(statistic.split("/")) <= set(heavy_tail.THRESHOLD)
+    )
+
+
+def _pool_samples(claim: dict, tables, pool: str) -> tuple[list[np.ndarray], object, str]:
+    """The claim's arms and measure on the trials of experiment ``pool`` (its own table
+    where the pool is not in this run or lacks the claim's cells), and the pool's name."""
+    if pool != claim["table"] and pool in tables:
+        try:
+            arms, measure, _ = _measurement({**claim, "table": pool}, tables)
+            return _paired(arms)[0], measure, pool
+        except MissingRows:
+            pass
+    arms, measure, _ = _measurement(claim, tables)
+    return _paired(arms)[0], measure, claim["table"]
+
+
+def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -> str:
+    """The heavy-tail rule (:mod:`matcond.heavy_tail`): the tail index of every arm in the
+    pool; where the smallest one's interval does not lie above the statistic's threshold,
+    the verdict is predictive: is the paper's value (its range, or the interval its printed
+    digits allow) a plausible ``paper_n``-trial statistic of the pool? The bootstrap interval
+    of a mean that may not exist is not reported. Returns the note of a predictive verdict."""
+    samples, measure, used = _pool_samples(claim, tables, pool)
+    tails = [heavy_tail.hill(s) for s in samples]
+    worst = min(tails, key=lambda t: t.low if not math.isnan(t.low) else -math.inf)
+    row.update(tail_index=worst.estimate, tail_index_low=worst.low, tail_index_high=worst.high)
+    moment = "std" if "std" in row["statistic"].split("/") else "mean"
+    if heavy_tail.moment_exists(worst, moment):
+        return ""
+    paper = claim["paper_value"]
+    low, high = paper if isinstance(paper, list) else band(claim, 0.0)
+    result = heavy_tail.predictive(samples, measure, int(paper_n), float(low), float(high))
+    row.update(rule="predictive", paper_n=result.n, pool_n=result.pool, ci_low=math.nan)
+    row.update(ci_high=math.nan, predictive_low=result.low, predictive_high=result.high)
+    row.update(p_value=result.p, p_low=result.p_low, p_high=result.p_high)
+    verdict_ = heavy_tail.predictive_verdict(result)
+    if verdict_ == "not reproduced" and "expect" in claim:
+        if _predictive_direction(claim, tables, used, int(paper_n)):
+            verdict_ = "direction only"
+    row["verdict"] = verdict_
+    return predictive_note(row, used)
+
+
+def _predictive_direction(claim: dict, tables, pool: str, paper_n: int) -> bool:
+    """Whether the central 95 % of the claim's direction statistic over ``paper_n`` trials of
+    the pool lies wholly on the expected side (as :func:`_direction`, for a heavy tail)."""
+    kind = claim.get("kind", "value")
+    if kind == "value" and "baseline" in claim and "expect_than" not in claim:
+        claim, threshold = {**claim, "kind": "ratio"}, 1.0
+    else:
+        threshold = claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
+    samples, measure, _ = _pool_samples(claim, tables, pool)
+    result = heavy_tail.predictive(samples, measure, paper_n, threshold)
+    return result.low > threshold if claim["expect"] == "greater" else result.high < threshold
+
+
+def predictive_note(row: dict, pool: str) -> str:
+    """What a predictive verdict rests on, in words (``pool``: the pool's experiment)."""
+    return (
+        f"heavy tail (index {row['tail_index']:.2g} [{row['tail_index_low']:.2g}, "
+        f"{row['tail_index_high']:.2g}]): a {row['paper_n']:.0f}-trial {row['statistic']} "
+        f"from {row['pool_n']:.0f} trials of {pool} falls in "
+        f"[{row['predictive_low']:.3g}, {row['predictive_high']:.3g}] (central 95 %); the "
+        f"paper's value has tail probability {row['p_value']:.2g} "
+        f"[{row['p_low']:.2g}, {row['p_high']:.2g}]"
+    )
 
 
 def as_theory_ratio(row: dict, theory_band: tuple[float, float]) -> None:
@@ -392,7 +493,10 @@ def evaluate(
     its verdict is ``settings differ`` and its note says what differs."""
     tolerance = claims.get("default_tolerance", 0.25)
     theory_band = tuple(claims.get("theory_band", THEORY_BAND))
-    rows = [evaluate_claim(claim, tables, tolerance, theory_band) for claim in claims["claims"]]
+    rows = [
+        evaluate_claim(claim, tables, tolerance, theory_band, *heavy_tail_setting(claims, claim))
+        for claim in claims["claims"]
+    ]
     for claim, row in zip(claims["claims"], rows, strict=True):
         differs = (settings_differ or {}).get(claim["table"])
         if differs and row["source"] != OWN and row["verdict"] != "not configured":
@@ -402,60 +506,12 @@ def evaluate(
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
-READING_COLUMNS = ["reading", "arm", *CLAIM_COLUMNS]
-
-
-def evaluate_readings(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims again, under each reading of the paper's ambiguous settings.
-
-    A reading (``readings`` in config/claims.yaml) is an experiment whose arms (the values of
-    its settings ``arms_by``) are alternative readings of a setting the paper leaves open; it
-    stands in for the experiments listed under ``stands_for`` (with the settings given there
-    added to the filter, e.g. ``optimizer: sgd`` for exp1). Every claim on those experiments
-    (except theory claims) is evaluated on every arm: one row per reading, arm and claim.
-    """
-    tolerance = claims.get("default_tolerance", 0.25)
-    rows = []
-    for reading in claims.get("readings", []):
-        table = tables.get(reading["experiment"])
-        if table is None:
-            continue
-        keys = [k for k in reading["arms_by"] if k in table]
-        for values in table[keys].drop_duplicates().sort_values(keys).to_dict("records"):
-            values = {k: v for k, v in values.items() if not pd.isna(v)}
-            label = ", ".join(f"{k}={format_value(v)}" for k, v in values.items())
-            for claim in claims["claims"]:
-                extra = reading["stands_for"].get(claim["table"])
-                if extra is None or claim["paper_value"] == "theory":
-                    continue
-                moved = {**claim, "table": reading["experiment"]}
-                for key in ("filter", "baseline"):
-                    if key in claim:
-                        moved[key] = {**claim[key], **extra, **values}
-                row = evaluate_claim(moved, tables, tolerance)
-                rows.append({"reading": reading["name"], "arm": label, **row})
-    return pd.DataFrame(rows, columns=READING_COLUMNS)
-
-
-def readings_summary(readings: pd.DataFrame) -> pd.DataFrame:
-    """Per claim: the arms of each reading that reproduce it (``none`` if no arm does)."""
-
-    def arms_with(verdict: str):
-        return lambda rows: "; ".join(rows.loc[rows["verdict"] == verdict, "arm"]) or "none"
-
-    groups = readings.groupby(["claim_id", "reading"], sort=False)
-    summary = groups.apply(
-        lambda rows: pd.Series(
-            {
-                "statement": rows["statement"].iloc[0],
-                "paper_value": rows["paper_value"].iloc[0],
-                "reproduced_by": arms_with("reproduced")(rows),
-                "inconclusive_under": arms_with("inconclusive")(rows),
-            }
-        ),
-        include_groups=False,
-    )
-    return summary.reset_index()
+def heavy_tail_setting(claims: dict, claim: dict) -> tuple[str | None, int | None]:
+    """The heavy-tail rule's pool (an experiment) for ``claim`` and the paper's number of
+    trials, from the ``heavy_tail`` section of config/claims.yaml (a claim's ``paper_n``
+    overrides its experiment's)."""
+    entry = claims.get("heavy_tail", {}).get(claim["table"], {})
+    return entry.get("pool"), claim.get("paper_n", entry.get("paper_n"))
 
 
 def scorecard(table: pd.DataFrame) -> pd.DataFrame:
@@ -477,7 +533,10 @@ def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def interval_text(value: float, low: float, high: float) -> str:
-    """An estimate with its interval, to 3 significant digits: "0.5 [0.27, 0.86]"."""
+    """An estimate with its interval, to 3 significant digits: "0.5 [0.27, 0.86]" (the
+    estimate alone where it has no interval)."""
+    if math.isnan(low) and math.isnan(high):
+        return f"{value:.3g}"
     return f"{value:.3g} [{low:.3g}, {high:.3g}]"
 
 

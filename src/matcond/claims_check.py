@@ -219,6 +219,34 @@ def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIM
             _check_table(table, experiments, f"{prefix}stands_for: ")
             if "component" in where:
                 _check_component(where["component"], f"{prefix}stands_for.{table}.component: ")
+    ids = [c["claim_id"] for c in entries]
+    calibration = claims.get("calibration", {})
+    for name in [*calibration.get("facts", []), *filter(None, [calibration.get("kappa")])]:
+        if name not in ids:
+            raise ConfigError(f"{file}: calibration: no claim {name!r}" + did_you_mean(name, ids))
+    for table, entry in claims.get("heavy_tail", {}).items():
+        prefix = f"{file}: heavy_tail: {table}: "
+        _check_table(table, experiments, prefix)
+        if "pool" in entry:
+            _check_table(entry["pool"], experiments, f"{prefix}pool: ")
+
+
+def pool_mismatches(heavy_tail: dict, settings: dict[str, list[dict]]) -> list[str]:
+    """The heavy-tail pools (config/claims.yaml's ``heavy_tail``) whose experiment lacks a
+    setting of the experiment it pools for, both in this run (``settings``:
+    :func:`table_settings`), as "heavy_tail: table: pool X lacks the setting {...}"; a pool
+    with other settings would be drawn from other trials than the claims'."""
+    problems = []
+    for table, entry in heavy_tail.items():
+        pool = entry.get("pool")
+        if pool is None or table not in settings or pool not in settings:
+            continue
+        held = {_canonical(s) for s in settings[pool]}
+        for spec in settings[table]:
+            if _canonical(spec) not in held:
+                problems.append(f"heavy_tail: {table}: pool {pool} lacks the setting {spec}")
+                break
+    return problems
 
 
 def table_settings(trials: dict[str, list], sweeps: dict[str, dict]) -> dict[str, list[dict]]:

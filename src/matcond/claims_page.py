@@ -18,6 +18,7 @@ from matcond.claims_check import SOURCES
 
 COLOURS = {
     "reproduced": "#1a7f37",
+    "consistent": "#1b7c83",
     "direction only": "#4d7fc4",
     "inconclusive": "#9a6700",
     "not reproduced": "#cf222e",
@@ -114,6 +115,13 @@ def _claim_row(row) -> str:
         if row.n_diverged:
             ours += f", {row.n_diverged:.0f} diverged left out"
         ours += "</small>"
+    if row.rule == "predictive":
+        central = f"[{_number(row.predictive_low)}, {_number(row.predictive_high)}]"
+        ours += (
+            f"<br><small>a {row.paper_n:.0f}-trial {html.escape(row.statistic)} of ours: "
+            f"{central} (95 %); the paper's value: p = "
+            f"{_estimate(row.p_value, row.p_low, row.p_high)}</small>"
+        )
     if math.isfinite(row.companion):
         companion = _estimate(row.companion, row.companion_ci_low, row.companion_ci_high)
         name = {"mean": "median", "median": "mean"}.get(row.statistic, "companion")

@@ -18,6 +18,7 @@ rule claims:
         readings="results/tables/readings.parquet",
         readings_csv="results/tables/readings.csv",
         readings_md="results/readings.md",
+        calibration="results/tables/calibration.csv",
     log:
         "results/logs/claims.log",
     benchmark:

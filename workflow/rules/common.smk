@@ -22,6 +22,7 @@ from matcond.claims_check import (
     OWN,
     claim_source,
     paper_values,
+    pool_mismatches,
     settings_differences,
     table_settings,
     validate_claims,
@@ -264,6 +265,10 @@ if workflow.is_main_process:
             },
             CLAIMS_FILE,
         )
+        for _problem in pool_mismatches(
+            _claims.get("heavy_tail", {}), table_settings(TRIALS, {})
+        ):
+            raise ConfigError(f"{CLAIMS_FILE}: {_problem}")
     except ConfigError as err:
         sys.exit(f"Invalid claims: {err}")
     for _note in config_notes(
@@ -272,6 +277,7 @@ if workflow.is_main_process:
         [c["table"] for c in _claims["claims"]],
         [
             *(r["experiment"] for r in _claims.get("readings", [])),
+            *(e["pool"] for e in _claims.get("heavy_tail", {}).values() if "pool" in e),
             *config["theory"]["experiments"],
             *config["depth_theory"]["experiments"],
             *(GN[p]["experiment"] for p in GN_TRIALS),

@@ -31,6 +31,7 @@ from matcond.trials import format_value
 LOG_KAPPA_LINEAR = 1e-3  # ctrl_spectral_reg's trace: linear within this deviation of log kappa
 VERDICT_COLORS = {
     "reproduced": "#4daf4a",
+    "consistent": "#80cdc1",
     "direction only": "#b8e186",
     "inconclusive": "#d9d9d9",
     "not reproduced": "#e41a1c",

@@ -8,16 +8,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from matcond.claims import (
-    by_source,
-    evaluate,
-    evaluate_readings,
-    readings_summary,
-    summary_markdown,
-    to_markdown,
-)
+from matcond.claims import by_source, evaluate, summary_markdown, to_markdown
 from matcond.claims_page import claims_page, landing_scorecard
 from matcond.files import read_parquet, write_parquet
+from matcond.readings import calibrate, evaluate_readings, readings_scorecard, readings_summary
 
 
 def main(snakemake) -> None:
@@ -39,5 +33,24 @@ def main(snakemake) -> None:
     readings = evaluate_readings(claims, tables)
     write_parquet(readings, snakemake.output.readings)
     readings.to_csv(snakemake.output.readings_csv, index=False)
-    summary = readings_summary(readings) if len(readings) else pd.DataFrame()
-    Path(snakemake.output.readings_md).write_text(to_markdown(summary))
+    calibration = claims.get("calibration")
+    picked = calibrate(readings, calibration) if len(readings) and calibration else None
+    (pd.DataFrame() if picked is None else picked).to_csv(snakemake.output.calibration, index=False)
+    Path(snakemake.output.readings_md).write_text(readings_markdown(readings, picked, calibration))
+
+
+def readings_markdown(readings: pd.DataFrame, picked, calibration) -> str:
+    """results/readings.md: the calibration's pick, the held-out claims' verdicts per
+    reading, then per claim the readings under which it is met."""
+    if not len(readings):
+        return "No reading of the paper's settings is in this run.\n"
+    parts = []
+    if picked is not None:
+        parts += ["## The calibration (docs/theory.md)", "", to_markdown(picked)]
+    parts += [
+        "## Held-out claims per reading",
+        "",
+        to_markdown(readings_scorecard(readings, calibration)),
+    ]
+    parts += ["## Per claim", "", to_markdown(readings_summary(readings))]
+    return "\n".join(parts)

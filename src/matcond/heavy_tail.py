@@ -1,0 +1,150 @@
+"""Heavy tails: a claim's tail index and its predictive verdict.
+
+A mean over trials of a quantity whose tail index alpha is at most 2 has no normal limit, and
+the bootstrap of such a mean is inconsistent (Athreya 1987; Gine and Zinn 1989): a 15-trial
+mean is set by its largest trial, its bootstrap interval does not cover, and a population mean
+may not even exist (alpha <= 1). A standard deviation needs alpha > 4 for the same reasons. So
+a claim on a mean or a std (or a ratio of means) is judged by its interval only where the tail
+index is *known* to be above that threshold; otherwise it is judged by asking whether the
+paper's value is a plausible draw of the same statistic, over the paper's number of trials,
+from a large pool of our trials (its sampling distribution; docs/statistics-and-verdicts.md,
+"Heavy tails").
+
+- :func:`hill`: Hill's estimate of the tail index from the k largest of N values,
+  k = max(10, N // 10) (at most N - 1), with its exact 95 % interval under a Pareto tail: the
+  k log-excesses over the (k+1)-th largest value are then i.i.d. exponential with rate alpha,
+  so alpha * k / alpha_hat ~ Gamma(k, 1).
+- :func:`predictive`: the sampling distribution of ``measure`` over ``n`` trials drawn with
+  replacement from the pool, the central 95 % of it, and the two-sided tail probability of
+  the paper's value under it, with that probability's own 95 % interval from resampling the
+  pool (the pool is a finite sample too).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+ALPHA = 1 - CONFIDENCE  # a paper value whose tail probability is below this is implausible
+HILL_MIN_K = 10
+HILL_FRACTION = 0.1
+# The statistic's moment condition: below this tail index its bootstrap interval fails.
+THRESHOLD = {"mean": 2.0, "std": 4.0}
+DRAWS = 20_000  # n-trial statistics drawn from the pool
+POOL_RESAMPLES = 200  # resamples of the pool for the tail probability's interval
+INNER_DRAWS = 2_000  # n-trial statistics drawn from each resampled pool
+SEED = 0
+
+
+@dataclass(frozen=True)
+class TailIndex:
+    """Hill's estimate of a tail index with its 95 % interval, from the ``k`` largest values
+    (NaN with fewer than 11 values; 0 where the threshold value is 0)."""
+
+    estimate: float
+    low: float
+    high: float
+    k: int
+
+
+def hill(values: np.ndarray) -> TailIndex:
+    """Hill's estimate of the tail index of ``|values|`` (finite ones), with its exact 95 %
+    interval under a Pareto tail (see the module docstring)."""
+    x = np.abs(np.asarray(values, dtype=float))
+    x = np.sort(x[np.isfinite(x)])[::-1]
+    if x.size <= HILL_MIN_K:
+        return TailIndex(math.nan, math.nan, math.nan, 0)
+    k = min(max(HILL_MIN_K, int(HILL_FRACTION * x.size)), x.size - 1)
+    threshold = x[k]
+    if threshold <= 0:  # a point mass at 0 under the tail: no tail index to speak of
+        return TailIndex(0.0, 0.0, 0.0, k)
+    total = float(np.sum(np.log(x[:k] / threshold)))
+    if total == 0:  # the k largest are equal: bounded, no tail
+        return TailIndex(math.inf, math.inf, math.inf, k)
+    half = (1 - CONFIDENCE) / 2
+    low, high = stats.gamma.ppf([half, 1 - half], k)
+    return TailIndex(k / total, float(low) / total, float(high) / total, k)
+
+
+def moment_exists(tail: TailIndex, statistic: str) -> bool:
+    """Whether the 95 % interval of the tail index lies above ``statistic``'s threshold
+    (:data:`THRESHOLD`): only then is its bootstrap interval trusted."""
+    return tail.low > THRESHOLD[statistic]
+
+
+def tail_probability(draws: np.ndarray, low: float, high: float | None = None) -> float:
+    """Two-sided tail probability of the value ``low`` (or of the nearest point of the range
+    [``low``, ``high``]) under the empirical law of ``draws``: 2 min(P(T <= high),
+    P(T >= low)), at most 1 (NaN draws left out)."""
+    high = low if high is None else high
+    draws = draws[~np.isnan(draws)]
+    if draws.size == 0:
+        return math.nan
+    below, above = np.mean(draws <= high), np.mean(draws >= low)
+    return float(min(1.0, 2 * min(below, above)))
+
+
+@dataclass(frozen=True)
+class Predictive:
+    """The sampling distribution of an ``n``-trial statistic from a ``pool``-trial pool:
+    its central 95 % (``low``, ``high``) and the paper value's tail probability ``p`` with
+    its 95 % interval (``p_low``, ``p_high``)."""
+
+    low: float
+    high: float
+    p: float
+    p_low: float
+    p_high: float
+    n: int
+    pool: int
+
+
+def predictive(
+    pool: Sequence[np.ndarray],
+    measure: Callable[..., np.ndarray],
+    n: int,
+    low: float,
+    high: float | None = None,
+) -> Predictive:
+    """Where the value ``low`` (or the range [``low``, ``high``]) falls in the sampling
+    distribution of ``measure`` over ``n`` trials.
+
+    ``pool`` holds one array per arm, aligned on the same trials (paired arms: a draw takes
+    the same trials from each); ``measure(*samples, axis=-1)`` reduces the last axis. Draws
+    use a fixed seed, so the result is the same from run to run.
+    """
+    pool = [np.asarray(s, dtype=float) for s in pool]
+    size = pool[0].size
+    rng = np.random.default_rng(SEED)
+
+    def statistics(index: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(measure(*(s[index] for s in pool), axis=-1), dtype=float)
+
+    draws = statistics(rng.integers(0, size, size=(DRAWS, n)))
+    finite = draws[~np.isnan(draws)]
+    half = (1 - CONFIDENCE) / 2
+    central = np.quantile(finite, [half, 1 - half]) if finite.size else (math.nan,) * 2
+    p = tail_probability(draws, low, high)
+    resampled = []
+    for _ in range(POOL_RESAMPLES):
+        members = rng.integers(0, size, size=size)
+        inner = members[rng.integers(0, size, size=(INNER_DRAWS, n))]
+        resampled.append(tail_probability(statistics(inner), low, high))
+    p_low, p_high = np.nanquantile(resampled, [half, 1 - half])
+    return Predictive(*map(float, central), p, float(p_low), float(p_high), n, size)
+
+
+def predictive_verdict(result: Predictive) -> str:
+    """``consistent`` where the tail probability's interval lies above :data:`ALPHA`, ``not
+    reproduced`` where it lies below, else ``inconclusive``."""
+    if result.p_low >= ALPHA:
+        return "consistent"
+    if result.p_high < ALPHA:
+        return "not reproduced"
+    return "inconclusive"
