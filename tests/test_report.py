@@ -67,7 +67,7 @@ def caption_settings(caption: str, title: str) -> dict[str, str]:
 def test_captions_carry_inherited_defaults(paper_captions):
     caption = paper_captions["fig2_optimizer"]
     shared = caption_settings(caption, "exp2_optimizer")
-    assert shared["epochs"] == "200" and shared["init_scale"] == "0.001" and shared["dim"] == "128"
+    assert shared["epochs"] == "200" and shared["init_scale"] == "0.02" and shared["dim"] == "128"
     assert "varying ``lr, optimizer, seed``" in caption
     assert "lr" not in shared and "optimizer" not in shared
 
