@@ -56,6 +56,11 @@ Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger 
   that side: of ``expect_than`` (default 1 for ratios, 0 for improvements, gaps and
   correlations); for values, of the ``baseline`` (the ratio filter / baseline against 1);
 - ``inconclusive``: the interval overlaps an edge of the band;
+- ``consistent`` (or ``not reproduced`` / ``direction only`` / ``inconclusive``): the
+  heavy-tail rule's predictive verdict, for a claim on means or stds of a quantity whose tail
+  index is not known to exceed 2 (4 for a std): is the paper's value a plausible statistic of
+  an experiment of the paper's size (``heavy_tail`` in config/claims.yaml: ``paper_n``) drawn
+  from a pool of our trials? (:mod:`matcond.heavy_tail`; the columns ``rule`` to ``p_high``);
 - ``not comparable``: the rows are missing or the measurement is not finite;
 - ``not configured``: the claim's experiment is not in the config;
 - ``settings differ``: a paper's claim whose experiment (or GN sweep) this run configures
