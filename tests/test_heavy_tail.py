@@ -114,6 +114,7 @@ def test_predictive_pairs_the_arms():
 
 
 def rows_of(errors, **settings):
+    """A per-trial table's rows: the settings, the seed, then the result columns."""
     return [
         {**settings, "seed": seed, "matrix": "product", "epoch": 200}
         | {"component": "condition_number", "error": e, "trained": 1.0, "target": 1.0}
@@ -171,3 +172,20 @@ def test_without_a_pool_the_claims_own_trials_are_drawn():
     row = evaluate(claims, {"exp": pd.DataFrame(rows_of(errors))}).iloc[0]
     assert row["rule"] == "predictive" and row["pool_n"] == 15 and row["paper_n"] == 15
     assert "15 trials of exp" in row["note"]
+
+
+def test_a_pool_with_other_settings_is_not_drawn_from():
+    """A pool whose trials at the claim's d ran at another learning rate holds other trials:
+    the claim draws from its own instead, and its note says so."""
+    rng = np.random.default_rng(9)
+    exp = pd.DataFrame(rows_of(0.01 * pareto(1.0, 15, rng), dim=32, lr=0.01))
+    pool = pd.DataFrame(rows_of(0.01 * pareto(1.0, 300, rng), dim=32, lr=0.02))
+    claims = {
+        "heavy_tail": {"exp": {"pool": "pool", "paper_n": 15}},
+        "claims": [
+            {"claim_id": "c", "where": "§", "statement": "s", "paper_value": 0.02}
+            | {"table": "exp", "filter": {"component": "condition_number", "dim": 32}}
+        ],
+    }
+    row = evaluate(claims, {"exp": exp, "pool": pool}).iloc[0]
+    assert row["pool_n"] == 15 and "15 trials of exp" in row["note"]

@@ -179,9 +179,10 @@ def test_interrupted_run_matches_the_reference(reference, resumed):
     assert all(k["running_jobs"] > 0 for k in resumed["kills"]), resumed["kills"]
     expected = compared_files(reference)
     # trial tables and blocks' manifests (no weights: nothing reads them), experiment tables,
-    # theory, readings and diverged-trials tables, claims (CSV, parquet, Markdown, HTML)
+    # theory, readings, calibration and diverged-trials tables, claims (CSV, parquet,
+    # Markdown, HTML)
     assert (n_trials(reference), n_blocks(reference)) == (12, 6)
-    assert len(expected) == 12 + 6 + 2 * len(EXPERIMENTS) + 4 + 1 + 4
+    assert len(expected) == 12 + 6 + 2 * len(EXPERIMENTS) + 5 + 1 + 4
     got = compared_files(workdir)
     assert sorted(got) == sorted(expected)
     differ = [path for path in expected if got[path] != expected[path]]

@@ -248,11 +248,12 @@ def test_the_small_runs_console_shows_progress_and_problems_only(finished):
 
 
 def test_adding_seeds_reruns_only_their_blocks_and_what_reads_them(finished, small_config):
-    """A third seed of exp1_dimension joins the block of seeds 0-63 of each of its two
-    settings: those two blocks are trained again, and every experiment with a trial in them
-    (its settings are shared with others) is aggregated again; no other block is trained."""
+    """A 13th seed of exp1_dimension (its pool has 12) joins the block of seeds 0-63 of each of
+    its two settings: those two blocks are trained again, and every experiment with a trial in
+    them (its settings are shared with others) is aggregated again; no other block is
+    trained."""
     config = yaml.safe_load(yaml.safe_dump(small_config))
-    config["experiments"]["exp1_dimension"]["seeds"] = 3
+    config["experiments"]["exp1_dimension"]["seeds"] = 13
     jobs = planned_jobs(finished, config)
     trained = [out for rule, out in jobs if rule == "train"]
     assert len(trained) == 2 and all(out.endswith("/seeds0-63.json") for out in trained)

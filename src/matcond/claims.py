@@ -80,7 +80,7 @@ from scipy import stats as scipy_stats
 from matcond import heavy_tail, theory
 from matcond.claims_check import OWN, SOURCES, claim_source
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-from matcond.selection import DERIVED, MissingRows, arm, gn_arm
+from matcond.selection import DERIVED, MissingRows, arm, cells, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
 
 CLAIM_COLUMNS = [
@@ -396,10 +396,19 @@ def _heavy_tail_applies(claim: dict, statistic: str) -> bool:
     )
 
 
+def _pool_holds(claim: dict, tables, pool: str) -> bool:
+    """Whether every arm of the claim selects the same trial settings in ``pool`` as in the
+    claim's own table (a pool with other settings would be drawn from other trials)."""
+    own, drawn = tables[claim["table"]], tables[pool]
+    wheres = [claim.get("filter", {}), claim.get("baseline", {})]
+    return all(cells(own, where) == cells(drawn, where) for where in wheres if where)
+
+
 def _pool_samples(claim: dict, tables, pool: str) -> tuple[list[np.ndarray], object, str]:
     """The claim's arms and measure on the trials of experiment ``pool`` (its own table
-    where the pool is not in this run or lacks the claim's cells), and the pool's name."""
-    if pool != claim["table"] and pool in tables:
+    where the pool is not in this run or does not hold the claim's settings,
+    :func:`_pool_holds`), and the pool's name."""
+    if pool != claim["table"] and pool in tables and _pool_holds(claim, tables, pool):
         try:
             arms, measure, _ = _measurement({**claim, "table": pool}, tables)
             return _paired(arms)[0], measure, pool

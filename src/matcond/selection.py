@@ -70,6 +70,19 @@ def _matching(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
     return rows
 
 
+def cells(table: pd.DataFrame, where: dict[str, Any]) -> set[tuple]:
+    """The trial settings (the columns before ``matrix`` but the seed) of the rows of
+    ``table`` that the columns named in ``where`` select, one tuple per setting."""
+    rows = table
+    for key, value in where.items():
+        if key in rows:
+            rows = rows[matches(rows[key], value)]
+    columns = list(table.columns)
+    settings = sorted(c for c in columns[: columns.index("matrix")] if c != "seed")
+    unique = rows[settings].drop_duplicates()
+    return {tuple(str(v) for v in row) for row in unique.itertuples(index=False)}
+
+
 def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.Series:
     """One value per trial (indexed by seed) for the rows matching ``where``.
 
