@@ -267,8 +267,13 @@ if workflow.is_main_process:
         )
     except ConfigError as err:
         sys.exit(f"Invalid claims: {err}")
-    for _problem in pool_mismatches(_claims.get("heavy_tail", {}), table_settings(TRIALS, {})):
-        print(f"Note: {_problem}: its claims there draw from their own trials", file=sys.stderr)
+    for _problem in pool_mismatches(
+        _claims.get("heavy_tail", {}), table_settings(TRIALS, {})
+    ):
+        print(
+            f"Note: {_problem}: its claims there draw from their own trials",
+            file=sys.stderr,
+        )
     for _note in config_notes(
         [*TRIALS, *([DEPTH_TABLE] if DEPTH_TRIALS else [])],
         GN_PARTS,
