@@ -1,6 +1,9 @@
-"""The report's captions are valid reST and carry every setting of the trials they describe."""
+"""The report's captions are valid reST, carry every setting of the trials they describe and
+show anyone's text as text: no markup, no directive, no character that ends a script."""
 
+import html
 import io
+import json
 import re
 from pathlib import Path
 
@@ -17,17 +20,30 @@ from matcond.catalog import (
 )
 from matcond.claims_check import OWN, claim_source
 from matcond.config import validate_config
+from matcond.execution.client import SCRIPT_SAFE, _script_safe, script_safe_json
 from matcond.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
+FIGURE_RST = (REPO / "workflow" / "report" / "figure.rst").read_text()
+
+
+def caption_document(caption: str) -> str:
+    """The reST the report renders for a figure whose caption param is ``caption``."""
+    return FIGURE_RST.replace("{{ snakemake.params.caption }}", caption)
+
+
+def rendered(text: str) -> str:
+    """The HTML body of the reST ``text`` as the report renders it (file insertion left on,
+    as Snakemake leaves it)."""
+    settings = {"report_level": 2, "halt_level": 5, "warning_stream": io.StringIO()}
+    return docutils.core.publish_parts(text, writer="html", settings_overrides=settings)[
+        "html_body"
+    ]
 
 
 def rest_messages(text: str) -> list[str]:
-    """Docutils' system messages (warnings and worse) in the HTML of the reST ``text``, as the
-    report renders it."""
-    settings = {"report_level": 2, "halt_level": 5, "warning_stream": io.StringIO()}
-    html = docutils.core.publish_parts(text, writer="html", settings_overrides=settings)
-    return re.findall(r'class="system-message".*?</div>', html["html_body"], flags=re.S)
+    """Docutils' system messages (warnings and worse) in the HTML of the reST ``text``."""
+    return re.findall(r'class="system-message".*?</div>', rendered(text), flags=re.S)
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +55,10 @@ def paper_captions() -> dict[str, str]:
     claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())["claims"]
     papers = [c for c in claims if claim_source(c) != OWN]
     return {
-        name: report_caption(
-            name, summaries, gn_settings, [c for c in papers if c["table"] in tables(name)]
+        name: caption_document(
+            report_caption(
+                name, summaries, gn_settings, [c for c in papers if c["table"] in tables(name)]
+            )
         )
         for name in FIGURES
     }
@@ -59,15 +77,17 @@ def test_every_caption_renders_without_a_docutils_message(paper_captions):
 
 
 def caption_settings(caption: str, title: str) -> dict[str, str]:
-    """The settings table under ``**title**`` in a caption, as rendered by docutils."""
-    part = caption.split(f"**{title}**")[1].split("**")[0]
-    return dict(re.findall(r"\* - ``([^`]+)``\n\s+- ``([^`]*)``", part))
+    """The settings table under ``**title**`` in a caption, as the report shows it."""
+    part = rendered(caption).split(f"<strong>{title}</strong>")[1].split("<strong>")[0]
+    cells = re.findall(r"<tr><td>(.*?)</td>\s*<td>(.*?)</td>", part, flags=re.S)
+    return {html.unescape(key): html.unescape(value) for key, value in cells}
 
 
 def test_captions_carry_inherited_defaults(paper_captions):
     caption = paper_captions["fig2_optimizer"]
     shared = caption_settings(caption, "exp2_optimizer")
     assert shared["epochs"] == "200" and shared["init_scale"] == "0.02" and shared["dim"] == "128"
+    assert shared["effective_rank_thresholds"] == "[0.001, 0.01, 0.1]"
     assert "varying ``lr, optimizer, seed``" in caption
     assert "lr" not in shared and "optimizer" not in shared
 
@@ -75,9 +95,66 @@ def test_captions_carry_inherited_defaults(paper_captions):
 def test_captions_give_the_papers_values(paper_captions):
     """Fig. 2's caption lists the paper's SGD overall error (0.14), the GN Fig. 3 caption its
     bounds' claims; no caption lists our own checks."""
-    assert "overall error SGD 0.14 (§4.2 / abstract): ``0.14``" in paper_captions["fig2_optimizer"]
-    assert "(GN App. E, I.3 / Fig. 3): ``[1.0, inf]``" in paper_captions["gn_fig3_bounds"]
+    fig2 = html.unescape(rendered(paper_captions["fig2_optimizer"]))
+    assert "overall error SGD 0.14 (§4.2 / abstract): 0.14 (exp2_overall_sgd)" in fig2
+    fig3 = html.unescape(rendered(paper_captions["gn_fig3_bounds"]))
+    assert "(GN App. E, I.3 / Fig. 3): [1.0, inf]" in fig3
     assert all("(theory" not in caption for caption in paper_captions.values())
+
+
+HOSTILE = [
+    "</script><script>window.pwned = 1</script>",
+    "<!-- <script> & &amp; <img src=x onerror=alert(1)>",
+    "line one\n\n.. raw:: html\n   :file: {secret}\n\n.. include:: {secret}\n",
+    "`link <javascript:alert(1)>`_ *em* |sub| :raw-html:`<b>` [1]_ ``lit`` \\ $\\alpha$",
+    "{{ snakemake.config }} \x00\x1b tab\there",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_anyones_text_in_a_caption_is_shown_as_text(text, tmp_path):
+    """A claim's statement, its place, its id and a setting's value, each hostile: the caption
+    param holds no <, > or & (it sits in the report's script data), renders without a
+    docutils message, includes no file, and shows each text (on one line) as it is."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-CONTENT")
+    text = text.format(secret=secret) if "{secret}" in text else text
+    claim = {"statement": text, "where": text, "paper_value": 0.5, "claim_id": text}
+    summaries = {"exp2_optimizer": (3, {"dim": 8, "note": text, text: 1}, ["seed"])}
+    caption = report_caption("fig2_optimizer", summaries, {}, [claim])
+    assert not re.search("[<>&]", caption)
+    document = caption_document(caption)
+    assert rest_messages(document) == []
+    body = rendered(document)
+    assert "SECRET-CONTENT" not in body and "<script" not in body and "<img" not in body
+    shown = " ".join(text.replace("\x00", "\ufffd").replace("\x1b", "\ufffd").split())
+    assert f"{shown} ({shown}): 0.5 ({shown})" in html.unescape(body)
+    settings = caption_settings(document, "exp2_optimizer")
+    assert settings["note"] == shown and settings[shown] == "1"
+
+
+def test_own_captions_keep_their_comparisons(paper_captions):
+    """Our captions' own <, > and & are substitutions in the param, shown as the characters."""
+    assert "m >> max(d, k)" in html.unescape(rendered(paper_captions["gn_appG_init_bounds"]))
+    assert not any(re.search("[<>&]", c.split("\n.. |lt|")[0]) for c in paper_captions.values())
+
+
+@pytest.mark.parametrize(
+    "value", ["</script>", "a & b", {"path": "x<y"}, ["<"], "plain", 3, SCRIPT_SAFE + "x"]
+)
+def test_a_param_shown_in_the_report_holds_no_script_characters(value):
+    """A param as Snakemake shows it: unchanged unless it has <, > or & (or the prefix);
+    else the prefix and JSON without them that reads back to the value (so an edit of the
+    value still changes it: it still reruns its job)."""
+    shown = _script_safe(value)
+    text = shown if isinstance(shown, str) else str(shown)
+    assert not re.search("[<>&]", text)
+    if not re.search("[<>&]", str(value)) and not str(value).startswith(SCRIPT_SAFE):
+        assert shown == value
+    else:
+        original = value if isinstance(value, str) else str(value)
+        assert json.loads(shown.removeprefix(SCRIPT_SAFE)) == original
+    assert json.loads(script_safe_json({"a": [str(value)]})) == {"a": [str(value)]}
 
 
 def test_report_labels_put_the_figures_in_the_papers_order():

@@ -402,6 +402,59 @@ def test_report_opens_on_the_scorecard_and_its_claims_page_fits_1280px(
     assert errors == []
 
 
+HOSTILE = "</script><script>window.pwned = 1</script> $\\alpha$ & {{ x }}"
+
+
+@pytest.fixture(scope="module")
+def hostile_report(finished, tmp_path_factory) -> Path:
+    """The small run's report built by a copy of the workflow whose config and claims file
+    carry hostile text: exp2_optimizer's description (it reaches every job's params, which
+    the report keeps inside a <script>) and claim exp2_overall_sgd's statement and place
+    (Fig. 2's caption, reST) end a script and start one, and a directive includes a file."""
+    root = tmp_path_factory.mktemp("hostile")
+    for part in ["Snakefile", "workflow", "scripts", "config"]:
+        copy = shutil.copytree if (REPO / part).is_dir() else shutil.copy
+        copy(REPO / part, root / part)
+    secret = root / "secret.txt"
+    secret.write_text("SECRET-FILE-CONTENT")
+    directive = f"\n\n.. raw:: html\n   :file: {secret}\n\nafter"
+    claims = yaml.safe_load((root / "config" / "claims.yaml").read_text())
+    claim = next(c for c in claims["claims"] if c["claim_id"] == "exp2_overall_sgd")
+    claim.update(statement=HOSTILE + directive, where=HOSTILE)
+    (root / "config" / "claims.yaml").write_text(yaml.safe_dump(claims, allow_unicode=True))
+    run = root / "run"
+    shutil.copytree(finished, run, symlinks=True)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["experiments"]["exp2_optimizer"]["description"] = HOSTILE + directive
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [SNAKEMAKE, "-s", root / "Snakefile", "--directory", run]
+    cmd += ["--configfile", run / "config.yaml", "--report", run / "report.html"]
+    proc = subprocess.run([*map(str, cmd)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return run / "report.html"
+
+
+@needs_chromium
+def test_hostile_text_in_config_and_claims_runs_no_script_and_includes_no_file(
+    hostile_report, browser_page
+):
+    """The hostile report opens, Fig. 2's caption shows the claim's text as text (so it did
+    reach the report), no script of it runs (no window.pwned, no page error: an ended
+    <script> would leave a syntax error) and no file is included."""
+    assert "SECRET-FILE-CONTENT" not in hostile_report.read_text(errors="replace")
+    page, errors = browser_page
+    page.goto(hostile_report.as_uri())
+    page.wait_for_selector("text=RESULTS")
+    page.get_by_text(FIGURES["fig2_optimizer"].category, exact=True).click()
+    row = page.locator("nav table tbody tr", has_text=report_label("fig2_optimizer"))
+    row.locator("a").nth(1).click()  # its caption
+    caption = page.inner_text("nav")
+    caption = " ".join(caption.split())
+    assert f"{HOSTILE} .. raw:: html :file: " in caption and f"({HOSTILE}): 0.14" in caption
+    assert page.evaluate("window.pwned") is None
+    assert errors == []
+
+
 def test_timestamps_alone_rerun_nothing(finished, small_config, tmp_path):
     """A copy of the results (new mtimes, in walk order; as deep as the original below the
     workflow, which claims.yaml is read relative to) after `touch` of every script and package

@@ -474,10 +474,44 @@ def config_notes(
     return notes
 
 
+# The characters a caption never holds raw: Snakemake places a figure's params, its caption
+# among them, unescaped inside a <script> of the report. A caption writes them as the
+# substitutions |lt|, |gt|, |amp| that workflow/report/figure.rst defines.
+_SUBSTITUTED = {"<": "lt", ">": "gt", "&": "amp"}
+
+
+def _substitute(text: str) -> str:
+    """``text`` with each character of :data:`_SUBSTITUTED` as its substitution reference
+    (set apart by escaped spaces, which reST drops: ``a\\ |lt|\\ b`` reads ``a<b``)."""
+    return re.sub("[<>&]", lambda m: f"\\ |{_SUBSTITUTED[m.group()]}|\\ ", text)
+
+
 def _rest_text(text: str) -> str:
-    """``text`` with reST's substitution marks escaped outside ``literals`` (|x| is a norm)."""
+    """Our own reST ``text`` (a catalog caption) with reST's substitution marks escaped
+    outside ``literals`` (|x| is a norm) and :data:`_SUBSTITUTED` substituted."""
     parts = text.split("``")
-    return "``".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
+    return "``".join(
+        p if i % 2 else _substitute(p.replace("|", "\\|")) for i, p in enumerate(parts)
+    )
+
+
+def rest_escape(text: object) -> str:
+    """reST that renders ``text`` (anyone's: a claim's statement, a setting's value, a path)
+    as that text and nothing else: on one line (whitespace runs as one space, control
+    characters as U+FFFD), every ASCII punctuation character backslash-escaped, so that no
+    markup, role, link or directive (``raw``, ``include``) can start, and
+    :data:`_SUBSTITUTED` substituted."""
+    escaped = []
+    for char in " ".join(str(text).split()):
+        if char in _SUBSTITUTED:
+            escaped.append(_substitute(char))
+        elif not char.isprintable():
+            escaped.append("\ufffd")
+        elif char.isascii() and not char.isalnum() and char != " ":
+            escaped.append("\\" + char)
+        else:
+            escaped.append(char)
+    return "".join(escaped)
 
 
 def trial_settings(specs: list[dict]) -> tuple[dict, list[str]]:
@@ -505,11 +539,12 @@ def experiment_summary(trials: list) -> tuple[int, dict, list[str]]:
 
 
 def _settings_table(settings: dict) -> list[str]:
-    """``settings`` as a two-column reST table, one row per key (lists and mappings as JSON)."""
+    """``settings`` as a two-column reST table, one row per key (lists and mappings as JSON),
+    every key and value through :func:`rest_escape`."""
     lines = [".. list-table::", "   :widths: 1 3", ""]
     for key, value in sorted(settings.items()):
         text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        lines += [f"   * - ``{key}``", f"     - ``{text}``" if text else "     - (empty)"]
+        lines += [f"   * - {rest_escape(key)}", f"     - {rest_escape(text) or '(empty)'}"]
     return [*lines, ""]
 
 
@@ -544,8 +579,8 @@ def report_caption(
     if paper_claims:
         lines += ["**The papers' values** (verdicts on the claims page):", ""]
         lines += [
-            f"- {_rest_text(c['statement'])} ({c['where']}): "
-            f"``{_paper_value(c['paper_value'])}`` (``{c['claim_id']}``)"
+            f"- {rest_escape(c['statement'])} ({rest_escape(c['where'])}): "
+            f"{rest_escape(_paper_value(c['paper_value']))} ({rest_escape(c['claim_id'])})"
             for c in paper_claims
         ]
         lines.append("")

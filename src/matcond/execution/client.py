@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -68,10 +69,36 @@ def _named_list(namedlist) -> dict[str, Any]:
     return {"entries": list(namedlist), "named": dict(namedlist.items())}
 
 
+# Snakemake's report places every param of a job inside an HTML <script> as it is: a param
+# whose text holds <, > or & (a user's path, an experiment's description in the config) would
+# end that script and run its own. Such a param is shown as this prefix and its
+# script_safe_json; the job still gets the value itself, from its request.
+SCRIPT_SAFE = "script-safe JSON: "
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+
+def script_safe_json(value: Any) -> str:
+    """``value`` as JSON whose text has no ``<``, ``>`` or ``&`` (inside its strings, the
+    only place JSON has them, they are written ``\\u003c`` ...: the same JSON once read),
+    so that it can stand inside an HTML ``<script>``."""
+    return re.sub("[<>&]", lambda match: _SCRIPT_ESCAPES[match.group()], json.dumps(value))
+
+
+def _script_safe(value: Any) -> Any:
+    """A param's value as Snakemake shows it: itself, unless its text holds ``<``, ``>`` or
+    ``&`` or starts with :data:`SCRIPT_SAFE`; then :data:`SCRIPT_SAFE` and its
+    :func:`script_safe_json` (one-to-one, so that an edit of the value still reruns)."""
+    text = value if isinstance(value, str) else str(value)
+    if re.search("[<>&]", text) or text.startswith(SCRIPT_SAFE):
+        return SCRIPT_SAFE + script_safe_json(value if isinstance(value, str) else text)
+    return value
+
+
 def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -> dict:
-    """A rule's params: ``params`` (constants or functions of the wildcards), its ``code``
-    fingerprint, and ``job``, the JSON request its shell command sends (the params evaluated,
-    Snakemake's ``Namedlist`` objects as entries and named entries).
+    """A rule's params: ``params`` (constants or functions of the wildcards) as Snakemake
+    shows them (:func:`_script_safe`), its ``code`` fingerprint, and ``job``, the JSON
+    request its shell command sends (the params evaluated, Snakemake's ``Namedlist``
+    objects as entries and named entries; :func:`script_safe_json`).
 
     ``job`` reads the job's inputs, outputs and threads, which makes it a *derived* param that
     Snakemake leaves out of its rerun trigger: the other params decide reruns, as before.
@@ -82,7 +109,7 @@ def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -
         return {k: v(wildcards) if callable(v) else v for k, v in params.items()}
 
     def job(wildcards, input, output, threads) -> str:  # noqa: A002 (Snakemake's names)
-        return json.dumps(
+        return script_safe_json(
             {
                 "rule": rule,
                 "input": _named_list(input),
@@ -94,7 +121,12 @@ def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -
             }
         )
 
-    return {**params, "job": job}
+    def shown(value: Any) -> Any:
+        if callable(value):
+            return lambda wildcards: _script_safe(value(wildcards))
+        return _script_safe(value)
+
+    return {**{k: shown(v) for k, v in params.items()}, "job": job}
 
 
 def job_from_request(request: Mapping[str, Any], note: str = "") -> SimpleNamespace:
