@@ -19,6 +19,7 @@ from matcond.claims import (
     scorecard,
     summary_markdown,
     to_markdown,
+    trials_to_decide,
     verdict,
 )
 from matcond.claims_check import (
@@ -33,6 +34,8 @@ from matcond.claims_check import (
 )
 from matcond.config import ConfigError, validate_config
 from matcond.readings import calibrate, evaluate_readings, readings_scorecard, readings_summary
+from matcond.selection import kappa_error_without_rank_cut
+from matcond.stats import bootstrap_ci
 from matcond.trials import all_trials
 
 SEEDS = 12
@@ -446,6 +449,55 @@ def gn_table(tightness, relative_error=1e-12, reliable=True) -> pd.DataFrame:
 
 def gn_claim(claim_id, paper_value, **kw):
     return claim(claim_id, paper_value, where="GN §4.2", table="gn_fig3_bounds", **kw)
+
+
+def test_the_power_rule_gives_the_trials_at_which_a_right_prediction_decides():
+    """A check whose prediction is exactly right (the measured median of lognormal errors is
+    the predicted one): from a 40-trial pilot the rule names n; at that n the interval of
+    predicted / median lies inside [0.8, 1.25] in most repeats (the rule aims at 0.95), at
+    the pilot's n in none. A correlation's interval is scaled linearly."""
+    rng = np.random.default_rng(3)
+    band = (0.8, 1.25)
+
+    def ratio_row(n: int) -> dict:
+        errors = np.exp(rng.normal(0.0, 1.0, n))  # median 1, predicted 1
+        low, high = bootstrap_ci([errors], np.median)
+        return {"n": n, "ci_low": 1 / high, "ci_high": 1 / low, "band_low": 0.8, "band_high": 1.25}
+
+    n = int(trials_to_decide(ratio_row(40)))
+    assert 300 < n < 3000  # (2 * log-width / log-band)^2 * 40, the width ~ 4 sd / sqrt(n)
+
+    def inside(row: dict) -> bool:
+        return band[0] <= row["ci_low"] and row["ci_high"] <= band[1]
+
+    fits = sum(inside(ratio_row(n)) for _ in range(40))
+    assert fits >= 30 and sum(inside(ratio_row(40)) for _ in range(40)) == 0
+    row = {"n": 10, "ci_low": -0.2, "ci_high": 0.9, "band_low": 0.5, "band_high": 1.0}
+    assert trials_to_decide(row) == math.ceil(10 * (2 * 1.1 / 0.5) ** 2)
+    assert math.isnan(trials_to_decide({**row, "ci_high": math.inf}))
+    assert math.isnan(trials_to_decide({**row, "n": 1}))
+
+
+def test_the_kappa_error_without_rank_cut_is_the_reviews_float64_reading():
+    """A low-rank target's κ is infinite under the rank cut; the derived component counts
+    its error at the limit, 1, which is what s_1 / s_min of the same target in float64 (its
+    s_min rounding noise) gives to 1e-9. A full-rank target keeps the table's error; an
+    infinite learned κ gives NaN."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(32, 8)), rng.normal(size=(32, 8))
+    s = np.linalg.svd(a @ b.T / np.sqrt(32 * 8), compute_uv=False)
+    learned = 3.0e4
+    float64_error = abs(learned - s[0] / s[-1]) / (s[0] / s[-1])
+
+    def trial(trained: float, target: float, error: float) -> pd.DataFrame:
+        rows = {"component": "condition_number", "trained": trained, "target": target}
+        last = {**rows, "epoch": 200, "error": error}
+        return pd.DataFrame([{**rows, "epoch": 0, "error": 0.5}, last])
+
+    assert kappa_error_without_rank_cut(trial(learned, math.inf, math.nan)) == 1.0
+    assert abs(float64_error - 1.0) < 1e-9
+    assert kappa_error_without_rank_cut(trial(12.0, 10.0, 0.2)) == 0.2
+    assert math.isnan(kappa_error_without_rank_cut(trial(math.inf, math.inf, math.nan)))
 
 
 def test_a_gn_claim_reads_one_value_per_seed_and_counts_for_its_paper():

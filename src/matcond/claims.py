@@ -6,9 +6,11 @@ per-trial table (``results/per_trial/{experiment}.parquet``, one row per trial, 
 recorded epoch and component). An *arm* is one value per trial: the rows matching a filter
 (setting values, ``component``, ``matrix`` — ``product`` unless given) at one epoch (the
 table's last unless ``epoch`` is given), field ``error`` unless ``field`` says ``trained`` or
-``target``. Trials that diverged, and non-finite values, are left out. A derived component,
-``gradient_ratio``, is one value per trial computed from its exp3 rows: the median over
-epochs >= 1 of |dL/d sigma_1| / |dL/d sigma_min|.
+``target``. Trials that diverged, and non-finite values, are left out. A derived component
+(:data:`matcond.selection.DERIVED`) is one value per trial computed from its rows:
+``gradient_ratio`` the median over epochs >= 1 of |dL/d sigma_1| / |dL/d sigma_min| (exp3),
+``log_kappa_autocorrelation``, ``kappa_error_without_rank_cut`` (the κ error of a low-rank
+target as the peer review read it).
 
 A claim is the condition-number paper's (its text, slides, review), the Gauss-Newton paper's
 (a claim on a GN sweep's table, ``gn_{sweep}``) or our own check (theory, controls):
@@ -97,6 +99,7 @@ CLAIM_COLUMNS = [
     "ci_low",
     "ci_high",
     "n",
+    "n_required",
     "n_diverged",
     "paired",
     "verdict",
@@ -345,7 +348,7 @@ def evaluate_claim(
     row["kind"] = claim.get("kind", "value")
     nan = math.nan
     row.update(band_low=nan, band_high=nan, statistic="", measured=nan, ci_low=nan, ci_high=nan)
-    row.update(n=nan, n_diverged=nan, paired=False, note="", rule="interval")
+    row.update(n=nan, n_required=nan, n_diverged=nan, paired=False, note="", rule="interval")
     row.update(companion=nan, companion_ci_low=nan, companion_ci_high=nan)
     row.update(dict.fromkeys(PREDICTIVE_COLUMNS, nan))
     if claim["table"] not in tables:
@@ -369,6 +372,8 @@ def evaluate_claim(
             heavy = _judge_heavy_tail(claim, row, tables, pool or claim["table"], paper_n or n)
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
+    if row["source"] == OWN:
+        row["n_required"] = trials_to_decide(row)
     if row["verdict"] == "not comparable":
         row["note"] = "the measurement or its reference is not finite"
     elif claim["paper_value"] == "theory":
@@ -379,6 +384,8 @@ def evaluate_claim(
     unreliable = sum(a.attrs.get("n_unreliable", 0) for a in arms)
     if unreliable:
         notes.append(f"{unreliable} unreliable κ left out")
+    if row["verdict"] == "inconclusive" and math.isfinite(row["n_required"]):
+        notes.append(f"about {row['n_required']:.0f} trials would decide it (the power rule)")
     if 2 <= n < FEW_TRIALS:
         notes.append(f"only {n} trials: a bootstrap interval this small undercovers")
     row["note"] = "; ".join(notes)
@@ -481,6 +488,26 @@ def as_theory_ratio(row: dict, theory_band: tuple[float, float]) -> None:
     row.update(measured=ratio[0], ci_low=ratio[1], ci_high=ratio[2])
     row["statistic"] = f"predicted / {row['statistic']}"
     row["band_low"], row["band_high"] = theory_band
+
+
+def trials_to_decide(row: dict) -> float:
+    """The power rule of our own checks (docs/statistics-and-verdicts.md, "Power"): the number
+    of trials at which the row's 95 % interval would be half as wide as its band, its width
+    falling like 1/sqrt(n) from this run's (on the log scale where interval and band are
+    positive, as for a ratio; else linear, as for a correlation). At that n a prediction that
+    is exactly right gives an interval inside the band with probability about 0.95. NaN where
+    the interval is not finite or the row has fewer than 2 trials."""
+    low, high, band_low, band_high = (
+        row[k] for k in ("ci_low", "ci_high", "band_low", "band_high")
+    )
+    values = np.array([low, high, band_low, band_high], dtype=float)
+    if not (np.isfinite(values).all() and row["n"] >= 2 and band_high > band_low):
+        return math.nan
+    if low > 0 and band_low > 0:
+        width, band = math.log(high / low), math.log(band_high / band_low)
+    else:
+        width, band = high - low, band_high - band_low
+    return float(math.ceil(row["n"] * (2 * width / band) ** 2))
 
 
 def power_note(row: dict) -> str:
