@@ -14,6 +14,7 @@ from matplotlib.collections import PathCollection
 from matcond.claims_check import paper_values
 from matcond.figures.style import (
     MIN_INTERVAL_N,
+    OURS_BAND_LABEL,
     PAPER_VALUES,
     error_axis,
     figure,
@@ -22,6 +23,8 @@ from matcond.figures.style import (
     median_line,
     paper_rows,
 )
+from matcond.heavy_tail import sampling_band
+from matcond.jobs.plot import with_sampling_bands
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
@@ -194,3 +197,47 @@ def test_no_epoch_in_a_filter_is_the_last_drawn_epoch(ax):
     values = paper_rows({PAPER_VALUES: paper(["exp7_depth"])}, ["exp7_depth"])
     mark_paper(ax, values, rows, "x")
     assert marks_of(ax) == [(20, 0.24, 0.24)]
+
+
+def test_a_papers_mean_carries_its_claim_pool_and_number_of_trials():
+    """exp1's means name pool_exp1_dimension and the paper's 15 trials (config/claims.yaml's
+    heavy_tail; the review's claims its own 10); a GN paper's value gets no band (one value
+    per seed, no pool)."""
+    marks = paper_values(CLAIMS, ["exp1_dimension", "gn_fig2_depth"])
+    exp1 = [m for m in marks if m["table"] == "exp1_dimension"]
+    assert exp1 and all(m["pool"] == "pool_exp1_dimension" for m in exp1)
+    assert {(m["source"], m["paper_n"]) for m in exp1} == {
+        ("paper", 15),
+        ("slides", 15),
+        ("peer review", 10),
+    }
+    assert all(m["claim"]["table"] == "exp1_dimension" for m in exp1)
+    gn = [m for m in marks if m["table"] == "gn_fig2_depth"]
+    assert gn and not any("claim" in m for m in gn)
+
+
+def test_the_grey_bar_is_where_paper_sized_means_of_our_trials_fall(ax):
+    """The plot job adds to a paper's mean the central 95 % of 15-trial means of its pool's
+    trials (the same draws as the heavy-tail verdict); mark_paper draws it behind the star,
+    with its legend entry. A mark whose trials are not among the inputs gets no bar."""
+    errors = np.random.default_rng(1).pareto(1.5, 200)
+    table = pd.DataFrame(
+        {"dim": 8, "seed": range(200), "matrix": "product", "epoch": 10,
+         "component": "condition_number", "trained": 1.0, "target": 1.0, "error": errors,
+         "diverged": False}
+    )  # fmt: skip
+    claim = {"claim_id": "c", "where": "§1", "paper_value": 0.5, "table": "t",
+             "filter": {"component": "condition_number"}}  # fmt: skip
+    mark = {"table": "t", "source": "paper", "low": 0.5, "high": 0.5, "field": "error",
+            "matrix": "product", "component": "condition_number"}  # fmt: skip
+    marks = pd.DataFrame(
+        [mark | {"claim": claim, "pool": "t", "paper_n": 15}, mark | {"table": "other"}]
+    )
+    banded = with_sampling_bands(marks, {"t_per_trial": table})
+    expected = sampling_band([errors], np.mean, 15)
+    assert tuple(banded.loc[0, ["ours_low", "ours_high"]]) == pytest.approx(expected, rel=1e-12)
+    assert banded.loc[1, ["ours_low", "ours_high"]].isna().all()
+    drawn = pd.DataFrame([{"component": "condition_number", "matrix": "product", "x": 3}])
+    assert mark_paper(ax, banded.iloc[:1], drawn, "x")
+    bars = [line for line in ax.lines if line.get_label() == OURS_BAND_LABEL]
+    assert len(bars) == 1 and tuple(bars[0].get_ydata()) == pytest.approx(expected)

@@ -17,6 +17,7 @@ from matcond.heavy_tail import (
     moment_exists,
     predictive,
     predictive_verdict,
+    sampling_band,
     tail_probability,
 )
 
@@ -74,6 +75,14 @@ def test_tail_probability_of_a_value_and_of_a_range():
     assert tail_probability(draws, 200.0, 300.0) == 0.0
     assert tail_probability(draws, -5.0, 2.0) == pytest.approx(0.04)  # nearest point 2
     assert tail_probability(draws, 40.0, 60.0) == 1.0  # the range holds the middle
+
+
+def test_the_sampling_band_is_the_predictive_central_95_percent():
+    """What a figure draws beside the paper's mean is the predictive verdict's own band."""
+    pool = pareto(1.2, 300, np.random.default_rng(2))
+    result = predictive([pool], np.mean, 15, 3.0)
+    assert sampling_band([pool], np.mean, 15) == (result.low, result.high)
+    assert sampling_band([np.full(50, 2.0)], np.mean, 10) == (2.0, 2.0)
 
 
 def test_predictive_of_one_trial_is_the_pool_itself():

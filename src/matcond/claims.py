@@ -80,7 +80,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond import heavy_tail, theory
-from matcond.claims_check import OWN, SOURCES, claim_source
+from matcond.claims_check import OWN, SOURCES, claim_source, heavy_tail_setting
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.selection import DERIVED, MissingRows, arm, cells, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
@@ -425,6 +425,14 @@ def _pool_samples(claim: dict, tables, pool: str) -> tuple[list[np.ndarray], obj
     return _paired(arms)[0], measure, claim["table"]
 
 
+def sampling_band(claim: dict, tables, pool: str, paper_n: int) -> tuple[float, float]:
+    """Where an experiment of ``paper_n`` trials would put the claim's statistic: the central
+    95 % of its values over ``paper_n`` trials drawn from the pool (:func:`_pool_samples`;
+    :func:`matcond.heavy_tail.sampling_band`). What a figure draws beside the paper's value."""
+    samples, measure, _ = _pool_samples(claim, tables, pool)
+    return heavy_tail.sampling_band(samples, measure, int(paper_n))
+
+
 def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -> str:
     """The heavy-tail rule (:mod:`matcond.heavy_tail`): the tail index of every arm in the
     pool; where the smallest one's interval does not lie above the statistic's threshold,
@@ -545,14 +553,6 @@ def evaluate(
             row["note"] = "; ".join(filter(None, [note, row["note"]]))
             row["verdict"] = "settings differ"
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-
-
-def heavy_tail_setting(claims: dict, claim: dict) -> tuple[str | None, int | None]:
-    """The heavy-tail rule's pool (an experiment) for ``claim`` and the paper's number of
-    trials, from the ``heavy_tail`` section of config/claims.yaml (a claim's ``paper_n``
-    overrides its experiment's)."""
-    entry = claims.get("heavy_tail", {}).get(claim["table"], {})
-    return entry.get("pool"), claim.get("paper_n", entry.get("paper_n"))
 
 
 def scorecard(table: pd.DataFrame) -> pd.DataFrame:

@@ -61,13 +61,24 @@ def _mark_label(claim: dict) -> str:
     return "paper"
 
 
+def heavy_tail_setting(claims: dict, claim: dict) -> tuple[str | None, int | None]:
+    """The heavy-tail rule's pool (an experiment) for ``claim`` and the paper's number of
+    trials, from the ``heavy_tail`` section of config/claims.yaml (a claim's ``paper_n``
+    overrides its experiment's)."""
+    entry = claims.get("heavy_tail", {}).get(claim["table"], {})
+    return entry.get("pool"), claim.get("paper_n", entry.get("paper_n"))
+
+
 def paper_values(claims: dict, tables: Collection[str]) -> list[dict]:
     """The papers' values that a figure drawn from ``tables`` marks: one dict per value claim
     of a paper (not our checks) on one of those tables that is judged on a mean or median and
     gives a finite value or range. Keys: ``table``, ``source`` (paper, slides, peer review, GN
     paper), ``low`` and ``high`` (equal for a single value), ``field`` (what is read: ``error``
     unless the claim says otherwise) and the claim's filter, with the defaults of
-    :func:`matcond.selection.arm` made explicit (the product matrix; no epoch is the last).
+    :func:`matcond.selection.arm` made explicit (the product matrix; no epoch is the last);
+    for a mean on a per-trial table whose paper's number of trials is known, ``claim`` (the
+    claim itself), ``pool`` and ``paper_n`` (:func:`heavy_tail_setting`), from which the plot
+    job draws where a mean of that many of our trials falls.
     """
     marks = []
     for claim in claims["claims"]:
@@ -84,10 +95,11 @@ def paper_values(claims: dict, tables: Collection[str]) -> list[dict]:
         gn = claim["table"].startswith(GN_TABLE_PREFIX)
         where = dict(claim.get("filter", {})) if gn else {"matrix": "product", **claim["filter"]}
         where.setdefault("field", None if gn else "error")
-        marks.append(
-            {"table": claim["table"], "source": _mark_label(claim), "low": low, "high": high}
-            | where
-        )
+        mark = {"table": claim["table"], "source": _mark_label(claim), "low": low, "high": high}
+        pool, paper_n = heavy_tail_setting(claims, claim)
+        if not gn and claim.get("statistic", "mean") == "mean" and paper_n:
+            mark |= {"claim": claim, "pool": pool or claim["table"], "paper_n": paper_n}
+        marks.append(mark | where)
     return marks
 
 

@@ -104,6 +104,33 @@ class Predictive:
     pool: int
 
 
+def _statistics(pool: list[np.ndarray], measure: Callable, index: np.ndarray) -> np.ndarray:
+    """``measure`` of the pool's trials ``index`` (one draw per row), paired across arms."""
+    with np.errstate(all="ignore"):
+        return np.asarray(measure(*(s[index] for s in pool), axis=-1), dtype=float)
+
+
+def _central(draws: np.ndarray) -> tuple[float, float]:
+    """The central 95 % of the finite ``draws`` (NaN, NaN if none is)."""
+    finite = draws[~np.isnan(draws)]
+    half = (1 - CONFIDENCE) / 2
+    if not finite.size:
+        return math.nan, math.nan
+    low, high = np.quantile(finite, [half, 1 - half])
+    return float(low), float(high)
+
+
+def sampling_band(
+    pool: Sequence[np.ndarray], measure: Callable[..., np.ndarray], n: int
+) -> tuple[float, float]:
+    """The central 95 % of ``measure`` over ``n`` trials drawn from ``pool`` (one array per
+    arm, paired): where an experiment of ``n`` trials would put its statistic. The same draws,
+    and so the same band, as :func:`predictive` (``low``, ``high``)."""
+    pool = [np.asarray(s, dtype=float) for s in pool]
+    rng = np.random.default_rng(SEED)
+    return _central(_statistics(pool, measure, rng.integers(0, pool[0].size, size=(DRAWS, n))))
+
+
 def predictive(
     pool: Sequence[np.ndarray],
     measure: Callable[..., np.ndarray],
@@ -123,13 +150,11 @@ def predictive(
     rng = np.random.default_rng(SEED)
 
     def statistics(index: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return np.asarray(measure(*(s[index] for s in pool), axis=-1), dtype=float)
+        return _statistics(pool, measure, index)
 
     draws = statistics(rng.integers(0, size, size=(DRAWS, n)))
-    finite = draws[~np.isnan(draws)]
+    central = _central(draws)
     half = (1 - CONFIDENCE) / 2
-    central = np.quantile(finite, [half, 1 - half]) if finite.size else (math.nan,) * 2
     p = tail_probability(draws, low, high)
     resampled = []
     for _ in range(POOL_RESAMPLES):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from matcond.claims import CLAIM_COLUMNS, evaluate_claim, heavy_tail_setting
-from matcond.claims_check import OWN
+from matcond.claims import CLAIM_COLUMNS, evaluate_claim
+from matcond.claims_check import OWN, heavy_tail_setting
 from matcond.trials import format_value
 
 READING_COLUMNS = ["reading", "arm", *CLAIM_COLUMNS]

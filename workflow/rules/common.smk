@@ -491,22 +491,33 @@ def figure_table_names(figure):
     return [*figure.experiments, *optional, *figure.tables]
 
 
+def figure_marks(figure):
+    """The papers' values that figure ``figure`` marks (matcond.claims_check.paper_values)."""
+    return paper_values(claims_yaml(), figure_table_names(FIGURES[figure]))
+
+
 def figure_tables(wildcards):
-    """The tables a figure draws, by name (:func:`figure_table_names`, and the per-trial
-    tables it reads)."""
+    """The tables a figure draws, by name (:func:`figure_table_names`), the per-trial tables
+    it reads and those from which it draws where a paper-sized mean of ours falls (each
+    mark's experiment and pool, where configured)."""
     figure = FIGURES[wildcards.figure]
     tables = {
         name: f"results/tables/{name}.parquet" for name in figure_table_names(figure)
     }
-    for name in figure.per_trial:
+    sampled = [
+        m[k]
+        for m in figure_marks(wildcards.figure)
+        if "claim" in m
+        for k in ("table", "pool")
+    ]
+    for name in [*figure.per_trial, *(n for n in sampled if n in TRIALS)]:
         tables[f"{name}_per_trial"] = f"results/per_trial/{name}.parquet"
     return tables
 
 
 def figure_paper_values(wildcards):
-    """The papers' values the figure marks (matcond.claims_check.paper_values), as JSON."""
-    names = figure_table_names(FIGURES[wildcards.figure])
-    return json.dumps(paper_values(claims_yaml(), names))
+    """The papers' values the figure marks (:func:`figure_marks`), as JSON."""
+    return json.dumps(figure_marks(wildcards.figure))
 
 
 def figure_category(wildcards):

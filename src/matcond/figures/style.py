@@ -58,6 +58,12 @@ PAPER_MARKS = {
     "peer review": ("P", "peer review's value (mean)"),
     "GN paper": ("*", "GN paper's value"),
 }
+# Beside a paper's mean: where a mean of as many of our trials falls (central 95 %), the
+# comparison its verdict makes (matcond.jobs.plot.with_sampling_bands).
+OURS_BAND_LABEL = "ours: 95% of means of\nthe paper's number of trials"
+# The columns of a paper's value that are not its filter (matcond.claims_check.paper_values).
+MARK_COLUMNS = ("table", "source", "low", "high", "field", "claim", "pool", "paper_n")
+MARK_COLUMNS += ("ours_low", "ours_high")
 ERROR_LABEL = "relative error\n(median or mean, 95% CI)"
 DPI = 130
 Tables = dict[str, pd.DataFrame]
@@ -491,12 +497,13 @@ def _same(a, b) -> bool:
 
 def mark_paper(ax, paper: pd.DataFrame, rows: pd.DataFrame, x: str) -> bool:
     """Mark each paper's value (rows of :func:`paper_rows`) at the drawn point it is about: a
-    black star (a '+' for the peer review), a vertical line for a range. ``rows`` are the
-    drawn rows with their x coordinate in column ``x``; a value is about the rows that match
-    every key of its filter (no epoch: the last drawn), and is marked where those rows share
-    one x. Returns whether a value was marked."""
+    black star (a '+' for the peer review), a vertical line for a range; behind it, where the
+    row has one, a grey bar from ``ours_low`` to ``ours_high`` (:data:`OURS_BAND_LABEL`).
+    ``rows`` are the drawn rows with their x coordinate in column ``x``; a value is about the
+    rows that match every key of its filter (no epoch: the last drawn), and is marked where
+    those rows share one x. Returns whether a value was marked."""
     marked = False
-    keys = [k for k in paper.columns if k not in ("table", "source", "low", "high", "field")]
+    keys = [k for k in paper.columns if k not in MARK_COLUMNS]
     for _, value in paper.iterrows():
         where = {k: value[k] for k in keys if pd.notna(value[k])}
         match = rows
@@ -510,8 +517,21 @@ def mark_paper(ax, paper: pd.DataFrame, rows: pd.DataFrame, x: str) -> bool:
         if len(positions) != 1:
             continue
         marker, label = PAPER_MARKS[value["source"]]
-        if label in ax.get_legend_handles_labels()[1]:
+        labels = ax.get_legend_handles_labels()[1]
+        if label in labels:
             label = None
+        ours = [value.get("ours_low", np.nan), value.get("ours_high", np.nan)]
+        if np.isfinite(np.asarray(ours, dtype=float)).all():
+            ax.plot(
+                [positions[0]] * 2,
+                ours,
+                color="0.45",
+                alpha=0.45,
+                linewidth=7,
+                solid_capstyle="butt",
+                zorder=5,
+                label=None if OURS_BAND_LABEL in labels else OURS_BAND_LABEL,
+            )
         ax.plot(
             [positions[0]] * 2,
             [value["low"], value["high"]],
@@ -543,7 +563,8 @@ def legend_entries(axes, only=None) -> tuple[list, list]:
 def paper_legend(fig: plt.Figure, axes) -> None:
     """A legend below the panels naming each kind of paper's value marked on ``axes`` (none if
     none is)."""
-    handles, labels = legend_entries(axes, only={label for _, label in PAPER_MARKS.values()})
+    marks = {label for _, label in PAPER_MARKS.values()} | {OURS_BAND_LABEL}
+    handles, labels = legend_entries(axes, only=marks)
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=3)
 
