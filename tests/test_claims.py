@@ -34,7 +34,7 @@ from matcond.claims_check import (
 )
 from matcond.config import ConfigError, validate_config
 from matcond.readings import calibrate, evaluate_readings, readings_scorecard, readings_summary
-from matcond.selection import kappa_error_without_rank_cut
+from matcond.selection import falling_share, kappa_error_without_rank_cut
 from matcond.stats import bootstrap_ci
 from matcond.trials import all_trials
 
@@ -498,6 +498,40 @@ def test_the_kappa_error_without_rank_cut_is_the_reviews_float64_reading():
     assert abs(float64_error - 1.0) < 1e-9
     assert kappa_error_without_rank_cut(trial(12.0, 10.0, 0.2)) == 0.2
     assert math.isnan(kappa_error_without_rank_cut(trial(math.inf, math.inf, math.nan)))
+
+
+def test_the_falling_share_counts_the_epochs_at_which_an_error_falls():
+    """Per trial, the share of records (after the first) below the previous one: 1 for a
+    monotone fall, 0.5 for a zigzag; other components and their order in the table do not
+    matter. A mean of shares (bounded) keeps the interval rule at 10 trials."""
+    errors = {"row_norms": [0.9, 0.5, 0.3, 0.2, 0.1], "condition_number": [1, 2, 1, 2, 1]}
+    rows = pd.DataFrame(
+        [
+            {"component": c, "epoch": e, "error": v}
+            for c, values in errors.items()
+            for e, v in reversed(list(enumerate(values)))
+        ]
+    )
+    assert falling_share("row_norms")(rows) == 1.0
+    assert falling_share("condition_number")(rows) == 0.5
+    assert math.isnan(falling_share("row_norms")(rows.iloc[:1]))
+    trials = pd.concat(
+        [
+            rows.assign(seed=seed, dim=8, matrix="product", trained=1.0, target=1.0, diverged=False)
+            for seed in range(10)
+        ]
+    )[["dim", "seed", "matrix", "epoch", "component", "trained", "target", "error", "diverged"]]
+    claim = {
+        "claim_id": "m",
+        "where": "§4.5",
+        "statement": "s",
+        "paper_value": 1.0,
+        "statistic": "mean",
+        "table": "t",
+        "filter": {"component": "row_norms_falling_share"},
+    }
+    row = evaluate({"claims": [claim]}, {"t": trials}).iloc[0]
+    assert (row["rule"], row["verdict"], row["measured"]) == ("interval", "reproduced", 1.0)
 
 
 def test_a_gn_claim_reads_one_value_per_seed_and_counts_for_its_paper():

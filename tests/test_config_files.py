@@ -141,13 +141,14 @@ def test_a_config_with_nothing_to_run_is_refused_before_any_job(tmp_path):
 
 def test_held_out_choices_run_on_seeds_their_scorers_do_not_use():
     """The paper config's independent trials: ctrl_spectral_reg chooses spectral_reg's
-    defaults on seeds exp4 (which scores them) does not use; theory_check's trials are shared
-    with no other experiment."""
+    defaults on seeds exp4 (which scores them) does not use; the theory's checks
+    (theory_check, theory_check_large: other cells) share their seeds with no other experiment."""
     paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
     seeds = {
         name: set(range(e["seeds"]) if isinstance(e["seeds"], int) else e["seeds"])
         for name, e in paper["experiments"].items()
     }
     assert not seeds["ctrl_spectral_reg"] & seeds["exp4_strategies"]
-    others = set().union(*(s for name, s in seeds.items() if name != "theory_check"))
-    assert not seeds["theory_check"] & others
+    checks = ("theory_check", "theory_check_large")
+    others = set().union(*(s for name, s in seeds.items() if name not in checks))
+    assert not (seeds["theory_check"] | seeds["theory_check_large"]) & others

@@ -82,7 +82,7 @@ from scipy import stats as scipy_stats
 from matcond import heavy_tail, theory
 from matcond.claims_check import OWN, SOURCES, claim_source, heavy_tail_setting
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-from matcond.selection import DERIVED, MissingRows, arm, cells, gn_arm
+from matcond.selection import BOUNDED, DERIVED, MissingRows, arm, cells, gn_arm
 from matcond.stats import STATISTICS, bootstrap_ci, headline
 
 CLAIM_COLUMNS = [
@@ -394,12 +394,15 @@ def evaluate_claim(
 
 def _heavy_tail_applies(claim: dict, statistic: str) -> bool:
     """Whether the heavy-tail rule may apply: a claim on a per-trial table (not a GN sweep's,
-    not a theory prediction) judged on means or standard deviations."""
+    not a theory prediction) judged on means or standard deviations of a quantity not bounded
+    by construction (:data:`matcond.selection.BOUNDED`)."""
+    components = {claim.get(arm_, {}).get("component") for arm_ in ("filter", "baseline")}
     return (
         claim["paper_value"] != "theory"
         and not claim["table"].startswith(GN_TABLE_PREFIX)
         and claim.get("kind", "value") != "correlation"
         and set(statistic.split("/")) <= set(heavy_tail.THRESHOLD)
+        and not components - {None} <= BOUNDED
     )
 
 

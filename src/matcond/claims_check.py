@@ -23,7 +23,13 @@ SCHEMA_PATH = config.SCHEMA_PATH.with_name("claims.schema.yaml")
 CLAIMS_FILE = "config/claims.yaml"
 # The derived components (the keys of matcond.selection.DERIVED) and the rows of the spectrum
 # recorded with record_gradients (matcond.run).
-DERIVED = ("gradient_ratio", "log_kappa_autocorrelation", "kappa_error_without_rank_cut")
+DERIVED = (
+    "gradient_ratio",
+    "log_kappa_autocorrelation",
+    "kappa_error_without_rank_cut",
+    "row_norms_falling_share",
+    "condition_number_falling_share",
+)
 SPECTRUM = re.compile(r"(grad_)?sigma_[1-9][0-9]*")
 # The depth formula's per-trial table (rule depth_theory), named in claims as an experiment.
 DEPTH_TABLE = "depth_theory"

@@ -71,11 +71,29 @@ def kappa_error_without_rank_cut(rows: pd.DataFrame) -> float:
     return float(last["error"].iloc[0])
 
 
+def falling_share(component: str) -> Callable[[pd.DataFrame], float]:
+    """The share of one trial's recorded epochs (after the first) at which ``component``'s
+    error is below the previous record's: 1 for an error that falls monotonically (§4.5:
+    "norm errors decrease smoothly and monotonically"). NaN with fewer than 2 records."""
+
+    def share(rows: pd.DataFrame) -> float:
+        errors = rows[rows["component"] == component].sort_values("epoch")["error"]
+        steps = np.diff(errors.to_numpy(float))
+        return float(np.mean(steps < 0)) if steps.size else float("nan")
+
+    return share
+
+
 DERIVED: dict[str, Callable[[pd.DataFrame], float]] = {
     "gradient_ratio": gradient_ratio,
     "log_kappa_autocorrelation": log_kappa_autocorrelation,
     "kappa_error_without_rank_cut": kappa_error_without_rank_cut,
+    "row_norms_falling_share": falling_share("row_norms"),
+    "condition_number_falling_share": falling_share("condition_number"),
 }
+# Derived components bounded by construction (shares, in [0, 1]): every moment exists, so a
+# mean of them keeps the interval rule whatever the trial count (matcond.claims).
+BOUNDED = frozenset({"row_norms_falling_share", "condition_number_falling_share"})
 
 
 def _matching(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
