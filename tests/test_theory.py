@@ -2,12 +2,18 @@
 an independent simulation of online SGD (numpy, float64)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from matcond import theory
+from matcond.config import validate_config
+from matcond.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
+
+REPO = Path(__file__).resolve().parents[1]
 
 D, STEPS, BATCH, LR, NOISE, INIT = 24, 150, 16, 0.02, 0.05, 1e-3
 
@@ -180,3 +186,19 @@ def test_prediction_table_compares_each_cell_and_skips_what_the_theory_does_not_
     assert kappa["ci_low"] <= kappa["measured"] <= kappa["ci_high"]
     assert kappa["agrees"] == (kappa["ci_low"] <= kappa["predicted"] <= kappa["ci_high"])
     assert kappa["dim"] == D and kappa["n"] == 8
+
+
+def test_the_held_out_grid_is_the_draw_of_its_seed():
+    """The paper config's theory_held_out variants are exactly matcond.theory.held_out_cells
+    (no hand-picked cell), inside the declared ranges, and the theory covers them."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    experiment = config["experiments"]["theory_held_out"]
+    cells = held_out_cells()
+    assert experiment["variants"] == cells and len(cells) == HELD_OUT_CELLS
+    for cell in cells:
+        for key in ("dim", "lr", "init_scale", "noise_std", "epochs"):
+            low, high = HELD_OUT_RANGES[key]
+            assert low <= cell[key] <= high, (key, cell)
+        assert cell["batch_size"] in HELD_OUT_RANGES["batch_size"]
+    assert held_out_cells(seed=1) != cells  # the seed decides
+    assert "theory_held_out" in validate_config(config)["theory"]["experiments"]

@@ -184,6 +184,49 @@ def predict(inputs: pd.DataFrame, component: str) -> float:
     return median_kappa_error(np.array(stds))
 
 
+# The held-out grid (config experiment theory_held_out, docs/theory.md "Held-out grid"): cells
+# drawn at random from declared ranges, so that the theory is judged off the settings it was
+# built on. Log-uniform for the scales, uniform for the noise and the length, a choice for
+# the batch size; values rounded to 2 significant digits (epochs to tens).
+HELD_OUT_SEED = 20261127
+HELD_OUT_CELLS = 12
+HELD_OUT_RANGES = {
+    "dim": (24, 256),
+    "lr": (0.003, 0.05),
+    "init_scale": (0.005, 0.05),
+    "noise_std": (0.0, 0.1),
+    "epochs": (100, 400),
+    "batch_size": (8, 16, 32, 64, 128),
+}
+
+
+def held_out_cells(seed: int = HELD_OUT_SEED, n: int = HELD_OUT_CELLS) -> list[dict]:
+    """``n`` settings drawn from :data:`HELD_OUT_RANGES` with generator ``seed``: what the
+    config's ``theory_held_out`` variants must be (tests/test_theory.py holds them to it)."""
+    rng = np.random.default_rng(seed)
+    ranges = HELD_OUT_RANGES
+
+    def log_uniform(low: float, high: float) -> float:
+        return float(np.exp(rng.uniform(np.log(low), np.log(high))))
+
+    def rounded(value: float) -> float:
+        return float(f"{value:.2g}")
+
+    cells = []
+    for _ in range(n):
+        cells.append(
+            {
+                "dim": int(round(log_uniform(*ranges["dim"]))),
+                "lr": rounded(log_uniform(*ranges["lr"])),
+                "init_scale": rounded(log_uniform(*ranges["init_scale"])),
+                "noise_std": rounded(rng.uniform(*ranges["noise_std"])),
+                "epochs": int(round(rng.uniform(*ranges["epochs"]), -1)),
+                "batch_size": int(rng.choice(ranges["batch_size"])),
+            }
+        )
+    return cells
+
+
 THEORY_COLUMNS = ["experiment", "epoch", "component", "statistic", "measured", "ci_low"]
 THEORY_COLUMNS += ["ci_high", "predicted", "agrees", "deviation", "n"]
 # Columns of a per-trial table that are results, not settings.

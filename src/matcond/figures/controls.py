@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
+from matcond.claims import THEORY_BAND
 from matcond.figures.style import (
     ERROR_LABEL,
     Tables,
@@ -26,6 +27,7 @@ from matcond.figures.style import (
     whiskers,
 )
 from matcond.selection import arm
+from matcond.stats import headline
 from matcond.trials import format_value
 
 LOG_KAPPA_LINEAR = 1e-3  # ctrl_spectral_reg's trace: linear within this deviation of log kappa
@@ -105,6 +107,40 @@ def theory(tables: Tables, png: str, pdf: str) -> None:
         f"Theory vs measurement: kappa prediction inside the 95% CI in {int(inside.sum())} of "
         f"{len(inside)} cells; row-norm prediction within "
         f"{rows['deviation'].abs().max():.1%} of the measured mean"
+    )
+    save(fig, png, pdf)
+
+
+def theory_held_out(tables: Tables, png: str, pdf: str) -> None:
+    """The theory on the held-out grid: predicted / measured per cell against the step size
+    relative to the batch, lr (d + 1) / B, and against d, with the checks' band."""
+    table = tables["theory"]
+    table = table[table["experiment"] == "theory_held_out"]
+    fig, ((by_step, by_dim),) = figure(2, width=5)
+    for component, color in zip(("condition_number", "row_norms"), palette(2), strict=True):
+        rows = table[table["component"] == component]
+        ratio = rows["predicted"] / rows["measured"]
+        low, high = rows["predicted"] / rows["ci_high"], rows["predicted"] / rows["ci_low"]
+        step = rows["lr"] * (rows["dim"] + 1) / rows["batch_size"]
+        label = f"{component.replace('_', ' ')} ({headline(component)})"
+        for ax, x in ((by_step, step), (by_dim, rows["dim"])):
+            whiskers(ax, x, ratio, low, high, capsize=2, color=color, label=label)
+    for ax, xlabel in ((by_step, "lr (d + 1) / batch size"), (by_dim, "dimension d")):
+        ax.axhspan(*THEORY_BAND, color="0.85", zorder=0, label="band of the checks")
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("predicted / measured")
+    by_step.set_xscale("log")
+    by_dim.set_xscale("log", base=2)
+    legend_outside(by_dim, fontsize=7)
+    kappa = table[table["component"] == "condition_number"]
+    inside = ((kappa["predicted"] / kappa["ci_high"] >= THEORY_BAND[0])
+              & (kappa["predicted"] / kappa["ci_low"] <= THEORY_BAND[1]))  # fmt: skip
+    fig.suptitle(
+        f"The theory off its grid: {len(kappa)} random cells, kappa's interval inside "
+        f"[{THEORY_BAND[0]}, {THEORY_BAND[1]}] in {int(inside.sum())} "
+        f"(n = {'-'.join(map(str, sorted({kappa['n'].min(), kappa['n'].max()})))} per cell)"
     )
     save(fig, png, pdf)
 
