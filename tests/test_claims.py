@@ -532,6 +532,10 @@ def test_the_falling_share_counts_the_epochs_at_which_an_error_falls():
     }
     row = evaluate({"claims": [claim]}, {"t": trials}).iloc[0]
     assert (row["rule"], row["verdict"], row["measured"]) == ("interval", "reproduced", 1.0)
+    unbounded = {**claim, "filter": {"component": "row_norms"}}  # the same 10 trials' errors
+    assert evaluate({"claims": [unbounded]}, {"t": trials}).iloc[0]["rule"] == "predictive"
+    over = {**claim, "filter": {}, "over": {"component": ["row_norms"]}, "reduce": "max"}
+    assert evaluate({"claims": [over]}, {"t": trials}).iloc[0]["rule"] == "predictive"
 
 
 def test_a_gn_claim_reads_one_value_per_seed_and_counts_for_its_paper():

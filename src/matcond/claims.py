@@ -396,13 +396,14 @@ def _heavy_tail_applies(claim: dict, statistic: str) -> bool:
     """Whether the heavy-tail rule may apply: a claim on a per-trial table (not a GN sweep's,
     not a theory prediction) judged on means or standard deviations of a quantity not bounded
     by construction (:data:`matcond.selection.BOUNDED`)."""
-    components = {claim.get(arm_, {}).get("component") for arm_ in ("filter", "baseline")}
+    named = {claim.get(arm_, {}).get("component") for arm_ in ("filter", "baseline")} - {None}
+    bounded = bool(named) and named <= BOUNDED  # (a claim `over` components names none)
     return (
         claim["paper_value"] != "theory"
         and not claim["table"].startswith(GN_TABLE_PREFIX)
         and claim.get("kind", "value") != "correlation"
         and set(statistic.split("/")) <= set(heavy_tail.THRESHOLD)
-        and not components - {None} <= BOUNDED
+        and not bounded
     )
 
 
