@@ -188,6 +188,18 @@ def test_prediction_table_compares_each_cell_and_skips_what_the_theory_does_not_
     assert kappa["dim"] == D and kappa["n"] == 8
 
 
+def test_each_cell_is_compared_at_its_own_epochs():
+    """An experiment whose cells train for different lengths (the held-out grid): each cell
+    is compared at the epochs it recorded, not at another cell's."""
+    longer = per_trial_table().assign(lr=LR / 2, epoch=2 * STEPS)
+    table = theory.prediction_table({"mixed": pd.concat([per_trial_table(), longer])})
+    kappa = table[table["component"] == "condition_number"]
+    assert sorted(zip(kappa["lr"], kappa["epoch"], strict=True)) == [
+        (LR / 2, 2 * STEPS),
+        (LR, STEPS),
+    ]
+
+
 def test_the_held_out_grid_is_the_draw_of_its_seed():
     """The paper config's theory_held_out variants are exactly matcond.theory.held_out_cells
     (no hand-picked cell), inside the declared ranges, and the theory covers them."""

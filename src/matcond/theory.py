@@ -250,7 +250,10 @@ def prediction_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         cells = table[described].drop_duplicates().to_dict("records")
         for cell in cells:
             cell = {k: v for k, v in cell.items() if not pd.isna(v)}
-            for epoch in sorted(e for e in table["epoch"].unique() if e >= 1):
+            own = table
+            for key, value in cell.items():
+                own = own[matches(own[key], value)]
+            for epoch in sorted(e for e in own["epoch"].unique() if e >= 1):  # the cell's own
                 for component in PREDICTED:
                     where = {**cell, "epoch": epoch, "component": component}
                     inputs = trial_inputs(table, where)
