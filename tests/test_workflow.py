@@ -74,9 +74,9 @@ def downstream(jobs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def downstream_of(experiment: str, *figures: str, theory: bool = False) -> list[tuple[str, str]]:
     """Jobs that must follow new trials of ``experiment``: its table, its figures, the claims
     and the readings figure they feed, the list of diverged trials, and the theory table and
-    figure if it covers it."""
+    the figures drawn from it if the theory covers it."""
     theory_jobs = [("theory", "results/tables/theory.parquet")] if theory else []
-    figures = (*figures, "readings", *(("theory",) if theory else ()))
+    figures = (*figures, "readings", *(("theory", "theory_held_out") if theory else ()))
     return sorted(
         [
             ("aggregate", f"results/tables/{experiment}.parquet"),

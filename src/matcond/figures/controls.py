@@ -129,9 +129,13 @@ def theory_held_out(tables: Tables, png: str, pdf: str) -> None:
         ax.axhspan(*THEORY_BAND, color="0.85", zorder=0, label="band of the checks")
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_yscale("log")
+        ax.set_yticks([0.25, 0.5, THEORY_BAND[0], 1.0, THEORY_BAND[1], 2.0, 4.0])
+        ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(mticker.NullFormatter())
         ax.set_xlabel(xlabel)
         ax.set_ylabel("predicted / measured")
     by_step.set_xscale("log")
+    by_step.xaxis.set_minor_formatter(mticker.NullFormatter())  # decades only: no overlaps
     by_dim.set_xscale("log", base=2)
     legend_outside(by_dim, fontsize=7)
     kappa = table[table["component"] == "condition_number"]
