@@ -207,8 +207,8 @@ MISTAKES = {
         "",
     ),
     "a theory the theory does not make": (
-        setter("theory_kappa_d32", "filter", "component", value="spectral_gap"),
-        "claim theory_kappa_d32: filter.component: 'spectral_gap' is not one of",
+        setter("theory_kappa_d1024", "filter", "component", value="spectral_gap"),
+        "claim theory_kappa_d1024: filter.component: 'spectral_gap' is not one of",
         "",
     ),
     "default_tolerance NaN": (

@@ -10,6 +10,7 @@ import yaml
 
 from matcond.catalog import FIGURES, config_notes
 from matcond.config import validate_config
+from matcond.trials import experiment_seeds
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -113,6 +114,7 @@ def test_the_full_config_has_no_notes():
     others = [r["experiment"] for r in claims["readings"]]
     others += [entry["pool"] for entry in claims["heavy_tail"].values()]
     others += [gn[part]["experiment"] for part in ("exp7", "along_training")]
+    others += [*paper["theory"]["experiments"], *paper["depth_theory"]["experiments"]]
     gn_parts = [*gn["sweeps"], "exp7", "along_training"]
     experiments = [*paper["experiments"], "depth_theory"]  # the depth formula's table
     assert config_notes(experiments, gn_parts, tables, others) == []
@@ -142,13 +144,11 @@ def test_a_config_with_nothing_to_run_is_refused_before_any_job(tmp_path):
 def test_held_out_choices_run_on_seeds_their_scorers_do_not_use():
     """The paper config's independent trials: ctrl_spectral_reg chooses spectral_reg's
     defaults on seeds exp4 (which scores them) does not use; the theory's checks
-    (theory_check, theory_check_large: other cells) share their seeds with no other experiment."""
+    (theory_check*, depth_check: other cells) share their seeds with no other experiment."""
     paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-    seeds = {
-        name: set(range(e["seeds"]) if isinstance(e["seeds"], int) else e["seeds"])
-        for name, e in paper["experiments"].items()
-    }
+    seeds = {name: set(experiment_seeds(e["seeds"])) for name, e in paper["experiments"].items()}
     assert not seeds["ctrl_spectral_reg"] & seeds["exp4_strategies"]
-    checks = ("theory_check", "theory_check_large")
+    checks = [name for name in seeds if name.startswith(("theory_check", "depth_check"))]
+    assert len(checks) == 5
     others = set().union(*(s for name, s in seeds.items() if name not in checks))
-    assert not (seeds["theory_check"] | seeds["theory_check_large"]) & others
+    assert not set().union(*(seeds[name] for name in checks)) & others

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from matcond.depth_theory import (
+    _kronecker_sum_parts,
     bottom_overlap,
     flow,
-    flow_operator,
+    flow_kronecker,
     mean_flow,
     noise_floor,
     predicted_error,
@@ -20,6 +21,7 @@ from matcond.depth_theory import (
     summary_table,
 )
 from matcond.gauss_newton import LinearNet, linear_gn_matrix, reference_gn_matrix
+from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.run import run_trial
 
 WIDTHS = [[3, 5, 4], [4, 2, 6, 3], [3, 4, 5, 2, 4], [5, 5, 5, 5]]  # d = a_0, ..., k = a_L
@@ -61,7 +63,7 @@ def test_the_flow_of_the_product_is_the_kronecker_operator_on_the_error(widths):
     expected = autograd_velocity(layers, target, sigma).numpy()
     got = -flow(layers, error, sigma).numpy()
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
-    dense = flow_operator(layers, sigma).numpy() @ error.reshape(-1)
+    dense = flow_kronecker(layers, sigma).dense().numpy() @ error.reshape(-1)
     np.testing.assert_allclose(
         -dense.reshape(error.shape), expected, rtol=0, atol=1e-10 * np.abs(expected).max()
     )
@@ -72,7 +74,7 @@ def test_the_operator_has_the_gauss_newton_matrix_nonzero_eigenvalues(widths):
     layers, _, _ = random_net(widths, seed=10 + len(widths))
     x = np.random.default_rng(0).standard_normal((50, widths[0]))
     sigma = x.T @ x / len(x)
-    eig = np.sort(np.linalg.eigvals(flow_operator(layers, sigma).numpy()).real)[::-1]
+    eig = np.sort(np.linalg.eigvals(flow_kronecker(layers, sigma).dense().numpy()).real)[::-1]
     kd = np.sort(np.linalg.eigvalsh(linear_gn_matrix(layers, sigma=sigma, form="kd").numpy()))[::-1]
     gn = np.sort(np.linalg.eigvalsh(reference_gn_matrix(LinearNet(layers), x).numpy()))[::-1]
     np.testing.assert_allclose(eig, kd, rtol=0, atol=1e-10 * kd[0])
@@ -136,16 +138,54 @@ def test_one_layer_shrinks_every_direction_alike():
     """L = 1, Sigma = I: K = identity, so E_T = (1 - lr)^T E_0 (the one-matrix theory's mean)."""
     gen = np.random.default_rng(3)
     w, target = gen.standard_normal((4, 6)), gen.standard_normal((4, 6))
-    np.testing.assert_allclose(flow_operator([w]).numpy(), np.eye(24), atol=0)
+    np.testing.assert_allclose(flow_kronecker([w]).dense().numpy(), np.eye(24), atol=0)
     got = predicted_error([([w], 50)], w - target, 0.01).numpy()
     np.testing.assert_allclose(got, 0.99**50 * (w - target), rtol=1e-12)
 
 
 def test_bottom_overlap_of_an_eigenvector_and_of_its_complement():
-    operator = np.diag([3.0, 1.0, 2.0, 0.5])
-    assert bottom_overlap(operator, np.array([0, 0, 0, 2.0]), 1) == pytest.approx(1.0)
-    assert bottom_overlap(operator, np.array([1.0, 0, 0, 0]), 3) == pytest.approx(0.0)
-    assert bottom_overlap(operator, np.array([1.0, 1.0, 0, 0]), 2) == pytest.approx(0.5)
+    diagonal = KroneckerSum([torch.diag(torch.tensor([3.0, 1.0, 2.0, 0.5]))], [torch.eye(1)])
+    assert bottom_overlap(diagonal, np.array([[0], [0], [0], [2.0]]), 1) == pytest.approx(1.0)
+    assert bottom_overlap(diagonal, np.array([[1.0], [0], [0], [0]]), 3) == pytest.approx(0.0)
+    assert bottom_overlap(diagonal, np.array([[1.0], [1.0], [0], [0]]), 2) == pytest.approx(0.5)
+
+
+def dense_bottom_overlap(operator, error, count):
+    """The reference: every eigenvector of the dense operator (numpy's full eigh)."""
+    _, vectors = np.linalg.eigh(operator.dense().numpy())
+    inside = vectors[:, :count].T @ error.reshape(-1)
+    return inside @ inside / np.sum(error**2)
+
+
+@pytest.mark.parametrize("widths", [[5, 3, 4], [4, 6, 5], *WIDTHS])
+def test_bottom_overlap_equals_the_dense_eigenvectors_at_every_depth(widths):
+    """Depth <= 2 take the closed form, deeper nets the subset solver: both equal the full
+    eigendecomposition of the dense operator, for every count that does not split an
+    eigenspace (a bottleneck makes K singular, its null space degenerate: any basis of it is
+    as good, so the overlap of a part of it is not defined)."""
+    layers, target, _ = random_net(widths, seed=30 + len(widths))
+    layers = [torch.as_tensor(w) for w in layers]
+    operator = flow_kronecker(layers)
+    error = np.random.default_rng(len(widths)).standard_normal(target.shape)
+    eigenvalues = np.linalg.eigvalsh(operator.dense().numpy())
+    gaps = np.diff(eigenvalues) > 1e-8 * eigenvalues[-1]
+    counts = [count for count in range(1, target.size) if gaps[count - 1]]
+    assert len(counts) >= target.size // 3
+    for count in [*counts, target.size]:
+        expected = dense_bottom_overlap(operator, error, count)
+        assert bottom_overlap(operator, error, count) == pytest.approx(expected, abs=1e-10)
+
+
+def test_the_closed_form_is_taken_exactly_when_every_term_has_an_identity_factor():
+    layers, _, sigma = random_net([5, 3, 4], seed=1)
+    layers = [torch.as_tensor(w) for w in layers]
+    parts = _kronecker_sum_parts(flow_kronecker(layers))
+    w1, w2 = layers
+    np.testing.assert_array_equal(parts[0], (w2 @ w2.T).numpy())
+    np.testing.assert_array_equal(parts[1], (w1.T @ w1).numpy())
+    assert _kronecker_sum_parts(flow_kronecker(layers, sigma)) is None  # Sigma != I
+    deep, _, _ = random_net([4, 3, 5, 2], seed=2)
+    assert _kronecker_sum_parts(flow_kronecker([torch.as_tensor(w) for w in deep])) is None
 
 
 @pytest.mark.parametrize("widths", WIDTHS)

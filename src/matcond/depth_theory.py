@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.linalg
 import torch
 
 from matcond.components import condition_number
@@ -76,11 +77,6 @@ def flow(
     return _applied(flow_kronecker(layers, sigma), as_float64(error, device_of(layers)))
 
 
-def flow_operator(layers: Sequence[ArrayLike], sigma: ArrayLike | None = None) -> torch.Tensor:
-    """The matrix of :func:`flow` on the row-major ``vec`` of the error (``kd x kd``)."""
-    return flow_kronecker(layers, sigma).dense()
-
-
 def predicted_error(
     stretches: Sequence[tuple[Sequence[ArrayLike], int]],
     error: ArrayLike,
@@ -98,14 +94,44 @@ def predicted_error(
     return error
 
 
-def bottom_overlap(operator: ArrayLike, error: ArrayLike, count: int) -> float:
-    """The fraction of ``||E||_F^2`` in the span of the ``count`` eigenvectors of a symmetric
-    ``operator`` (``Sigma = I``) with the smallest eigenvalues (``E`` flattened row-major)."""
-    device = device_of(operator)
-    _, vectors = torch.linalg.eigh(as_float64(operator, device))
-    flat = as_float64(error, device).reshape(-1)
-    inside = vectors[:, :count].T @ flat
-    return float(inside @ inside / (flat @ flat))
+def bottom_overlap(operator: KroneckerSum, error: ArrayLike, count: int) -> float:
+    """The fraction of ``||E||_F^2`` (``E`` ``a x b``) in the span of the ``count`` eigenvectors
+    of a symmetric ``operator`` with the smallest eigenvalues, in float64 on the CPU.
+
+    A Kronecker sum proper, ``A (x) I + I (x) B`` (every term has an identity factor, as ``K``
+    has for depth <= 2 with ``Sigma = I``), in closed form: its eigenpairs are
+    ``(alpha_i + beta_j, u_i v_j^T)`` from the ``a x a`` and ``b x b`` eigenproblems. Any other
+    from its dense matrix, by LAPACK's subset solver (only the ``count`` smallest)."""
+    a, b = operator.factor_dims
+    flat = np.asarray(as_float64(error, device_of(operator.left)).cpu()).reshape(a, b)
+    total = float(np.sum(flat**2))
+    parts = _kronecker_sum_parts(operator)
+    if parts is not None:
+        alpha, u = np.linalg.eigh(parts[0])
+        beta, v = np.linalg.eigh(parts[1])
+        eigenvalues = (alpha[:, None] + beta[None, :]).reshape(-1)
+        bottom = np.argsort(eigenvalues, kind="stable")[:count]
+        return float(np.sum((u.T @ flat @ v).reshape(-1)[bottom] ** 2) / total)
+    dense = np.asarray(operator.dense().cpu())
+    _, vectors = scipy.linalg.eigh(dense, subset_by_index=[0, count - 1], driver="evx")
+    inside = vectors.T @ flat.reshape(-1)
+    return float(inside @ inside / total)
+
+
+def _kronecker_sum_parts(operator: KroneckerSum) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(A, B)`` with ``operator = A (x) I + I (x) B``, if every term has an identity factor
+    (compared exactly); None otherwise."""
+    a, b = operator.factor_dims
+    left, right = np.zeros((a, a)), np.zeros((b, b))
+    for lhs, rhs in zip(operator.left, operator.right, strict=True):
+        lhs, rhs = np.asarray(lhs.cpu(), dtype=np.float64), np.asarray(rhs.cpu(), np.float64)
+        if np.array_equal(rhs, np.eye(b)):
+            left += lhs
+        elif np.array_equal(lhs, np.eye(a)):
+            right += rhs
+        else:
+            return None
+    return left, right
 
 
 def product_of(layers: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -232,7 +258,7 @@ def prediction_rows(
     count = max(1, round(bottom_fraction * size))
     overlap = math.nan
     if not diverged:
-        overlap = bottom_overlap(flow_operator(initial), products["product"] - target, count)
+        overlap = bottom_overlap(flow_kronecker(initial), products["product"] - target, count)
     rows.append(("product", "bottom_overlap", overlap, count / size, math.nan))
     table = pd.DataFrame(rows, columns=["matrix", "component", "trained", "target", "error"])
     table.insert(1, "epoch", spec["epochs"])

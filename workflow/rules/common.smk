@@ -590,16 +590,26 @@ def depth_theory_tables():
 
 @functools.cache
 def depth_theory_trials():
-    """The depth formula's trials (what its job reads): by the manifest of the block that
-    trains them, the setting (``spec`` without the seed) and the ``seeds``."""
-    by_manifest = {}
+    """The depth formula's trials: by the block that trains them (its path below
+    results/trials), the setting (``spec`` without the seed) and the ``seeds``."""
+    by_block = {}
     for t in DEPTH_TRIALS:
         cell = {k: v for k, v in t.spec.items() if k != "seed"}
-        block = by_manifest.setdefault(
-            block_manifest(t.path), {"spec": cell, "seeds": []}
+        block = by_block.setdefault(
+            BLOCK_OF_TRIAL[t.path].path, {"spec": cell, "seeds": []}
         )
         block["seeds"].append(t.seed)
-    return by_manifest
+    return by_block
+
+
+def depth_theory_block_json(wildcards):
+    """A depth_theory_block job's request, the block's depth trials (JSON)."""
+    return json.dumps(depth_theory_trials()[wildcards.block], sort_keys=True)
+
+
+def depth_theory_block_tables(wildcards):
+    """The per-block tables rule depth_theory gathers, in the order of its trials."""
+    return [f"results/depth_theory/{block}.parquet" for block in depth_theory_trials()]
 
 
 def all_targets():

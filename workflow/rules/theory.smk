@@ -25,11 +25,39 @@ rule theory:
         JOB
 
 
-rule depth_theory:
-    """The depth formula (docs/depth-theory.md): each deep linear trial's trained product
-    against the predictions of the Gauss-Newton operator, per trial and per cell."""
+rule depth_theory_block:
+    """The depth formula (docs/depth-theory.md) on one training block's deep linear trials:
+    each trained product against the predictions of the Gauss-Newton operator, per trial. One
+    job per block, so that each starts when its block is trained."""
     input:
-        lambda wildcards: sorted(depth_theory_trials()),
+        manifest="results/trials/{block}.json",
+    output:
+        "results/depth_theory/{block}.parquet",
+    log:
+        "results/logs/depth_theory/{block}.log",
+    benchmark:
+        "results/benchmarks/depth_theory/{block}.tsv"
+    conda:
+        "../../envs/matcond.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+        mem_mb=1000,
+        runtime=30,
+    params:
+        **rule_params(
+            "depth_theory_block",
+            trials=depth_theory_block_json,
+            bottom_fraction=config["depth_theory"]["bottom_fraction"],
+        ),
+    shell:
+        JOB
+
+
+rule depth_theory:
+    """The depth formula's per-trial table (every block's rows) and its table per cell."""
+    input:
+        depth_theory_block_tables,
     output:
         per_trial=DEPTH_PER_TRIAL,
         parquet="results/tables/depth_theory.parquet",
@@ -40,16 +68,11 @@ rule depth_theory:
         "results/benchmarks/depth_theory.tsv"
     conda:
         "../../envs/matcond.yaml"
-    threads: 2  # its eigensolves (the overlap, 1024 x 1024 at d = 32) use both
     resources:
         gpu=0,
         mem_mb=2000,
-        runtime=30,
+        runtime=10,
     params:
-        **rule_params(
-            "depth_theory",
-            trials=lambda wildcards: json.dumps(depth_theory_trials(), sort_keys=True),
-            bottom_fraction=config["depth_theory"]["bottom_fraction"],
-        ),
+        **rule_params("depth_theory"),
     shell:
         JOB

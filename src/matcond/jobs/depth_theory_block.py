@@ -1,0 +1,34 @@
+"""Rule `depth_theory_block`: one training block's deep linear trials (their saved weights)
+-> the depth formula's predictions against their trained products, one row set per trial."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from matcond.depth_theory import prediction_rows
+from matcond.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
+
+
+def main(snakemake) -> None:
+    """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
+    torch.set_num_threads(snakemake.threads)
+    start = time.perf_counter()
+    manifest = snakemake.input.manifest
+    block = json.loads(snakemake.params.trials)
+    cell = Path(manifest).parent.relative_to(TRIALS_ROOT).as_posix()
+    trials = [f"{cell}/seed{seed}" for seed in block["seeds"]]
+    flags = read_trials([manifest], trials, columns=["seed", "diverged"])
+    diverged = flags.groupby("seed")["diverged"].any()  # the block's tables, read once
+    tables = []
+    for seed, trial in zip(block["seeds"], trials, strict=True):
+        spec = {**block["spec"], "seed": seed}
+        weights = load_trial_weights(manifest, trial, json.dumps(spec, sort_keys=True))
+        fraction = snakemake.params.bottom_fraction
+        tables.append(prediction_rows(weights, spec, fraction, bool(diverged[seed])))
+    write_parquet(pd.concat(tables, ignore_index=True), snakemake.output[0])
+    seconds = time.perf_counter() - start
+    print(f"{len(tables)} trials in {seconds:.1f} s", file=sys.stderr)
