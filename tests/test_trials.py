@@ -44,13 +44,6 @@ def test_defaults_are_filled_and_input_is_not_mutated():
     assert [t.seed for t in all_trials(config)["e"]] == [0, 1]
 
 
-def test_seeds_as_a_range_are_the_same_trials_as_their_list():
-    ranged = validate_config({"experiments": {"e": {"seeds": {"first": 1000, "count": 3}}}})
-    listed = validate_config({"experiments": {"e": {"seeds": [1000, 1001, 1002]}}})
-    assert [t.path for t in all_trials(ranged)["e"]] == [t.path for t in all_trials(listed)["e"]]
-    assert [t.seed for t in all_trials(ranged)["e"]] == [1000, 1001, 1002]
-
-
 def test_path_is_readable_and_spells_out_the_settings():
     config = validate_config(
         {

@@ -175,13 +175,8 @@ def canonical(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if k not in unused}
 
 
-def experiment_seeds(value: int | list[int] | dict[str, int]) -> list[int]:
-    """An experiment's ``seeds``: a count n (0 .. n-1), a list, or ``{first, count}``."""
-    if isinstance(value, int):
-        return list(range(value))
-    if isinstance(value, dict):
-        return list(range(value["first"], value["first"] + value["count"]))
-    return list(value)
+def _seeds(value: int | list[int]) -> list[int]:
+    return list(range(value)) if isinstance(value, int) else list(value)
 
 
 def _check_semantics(spec: dict[str, Any], where: str) -> None:
@@ -236,7 +231,7 @@ def experiment_trials(
                 f"{_difference(cells[key], spec)}"
             )
         cells[key] = spec
-        trials += Trial.of_cell(cell, Trial(key).cell, experiment_seeds(experiment["seeds"]))
+        trials += Trial.of_cell(cell, Trial(key).cell, _seeds(experiment["seeds"]))
     unused = sorted(set(swept_settings(experiment)) - applied)
     if unused:
         raise ConfigError(
