@@ -590,6 +590,18 @@ def test_every_bound_holds_is_the_smallest_tightness_within_kappas_error(
     assert row["ci_low"] == pytest.approx(row["measured"], rel=1e-15)
 
 
+def test_a_gn_field_a_over_b_divides_each_networks_columns():
+    """kappa/kappa_sigma: each network's κ over its data's κ, then the claim's statistic."""
+    gn = gn_table([1.2] * 4).assign(kappa_sigma=lambda t: 2.0 + t["seed"])
+    table = run(
+        {"gn_fig3_bounds": gn},
+        gn_claim("per_sigma", 1.0, filter={"depth": 3, "field": "kappa/kappa_sigma"}),
+    )
+    expected = np.mean([90 * (1 + 0.01 * seed) / (2.0 + seed) for seed in range(4)])
+    assert table.loc["per_sigma", "measured"] == pytest.approx(expected, rel=1e-14)
+    assert table.loc["per_sigma", "n"] == 4
+
+
 def test_unreliable_kappas_are_left_out_and_said(tables):
     gn = gn_table([1.2] * 6)
     gn.loc[gn["seed"] == 0, "reliable"] = False

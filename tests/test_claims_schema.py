@@ -231,6 +231,11 @@ MISTAKES = {
         "claim gn_width_improves: baseline.field: 'kapa' is not a column of gn_fig2_depth",
         "(did you mean 'kappa'?)",
     ),
+    "a GN claim dividing by a column its sweep has not": (
+        setter("gn_width_improves", "baseline", "field", value="kappa/kapa_sigma"),
+        "claim gn_width_improves: baseline.field: 'kapa_sigma' is not a column of gn_fig2_depth",
+        "(did you mean 'kappa_sigma'?)",
+    ),
     "a GN claim without its field": (
         lambda claims: by_id(claims, "gn_width_improves")["filter"].pop("field"),
         "claim gn_width_improves: filter: 'field' is a required property",

@@ -172,9 +172,10 @@ def _check_gn_claim(claim: dict, prefix: str) -> None:
         if c != "field"
     ]
     named += [
-        (f"{k}.field", claim[k]["field"].removesuffix("_upper"))
+        (f"{k}.field", name)
         for k in ("filter", "baseline")
         if k in claim
+        for name in claim[k]["field"].removesuffix("_upper").split("/", 1)
     ]
     for field, name in named:
         if name not in columns:
@@ -184,7 +185,7 @@ def _check_gn_claim(claim: dict, prefix: str) -> None:
             )
     for k in ("filter", "baseline"):
         field = claim.get(k, {}).get("field", "")
-        if field.endswith("_upper") and not field.startswith("tightness"):
+        if field.endswith("_upper") and ("/" in field or not field.startswith("tightness")):
             raise ConfigError(f"{prefix}{k}.field: only a tightness column has an _upper")
 
 

@@ -160,8 +160,10 @@ def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None
     extreme over several matching rows (e.g. every depth); without it a seed must match one
     row. Field ``{tightness column}_upper`` is bound / (κ (1 - relative_error)), the largest
     tightness the exact κ's own error estimate allows: a bound is refuted only where it is
-    below 1. Rows whose κ is not reliable, and non-finite values, are dropped:
-    ``attrs["n_unreliable"]`` counts the unreliable ones (``attrs["n_diverged"]`` is 0).
+    below 1. Field ``a/b`` is column ``a`` over column ``b`` of each network (e.g.
+    ``kappa/kappa_sigma``: κ per unit of the data's κ). Rows whose κ is not reliable, and
+    non-finite values, are dropped: ``attrs["n_unreliable"]`` counts the unreliable ones
+    (``attrs["n_diverged"]`` is 0).
     """
     where = dict(where)
     field = where.pop("field")
@@ -171,9 +173,13 @@ def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None
     if rows.empty:
         raise MissingRows(f"no network matches {where}")
     column = field.removesuffix(UPPER)
-    if column not in rows:
-        raise MissingRows(f"no column {column!r}")
-    values = rows[column].astype(float)
+    for name in column.split("/"):
+        if name not in rows:
+            raise MissingRows(f"no column {name!r}")
+    values = rows[column.split("/")[0]].astype(float)
+    if "/" in column:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = values / rows[column.split("/")[1]].astype(float)
     if column != field:
         with np.errstate(divide="ignore"):
             values = values / (1 - rows["relative_error"].astype(float)).clip(lower=0)
