@@ -87,3 +87,21 @@ def test_interval_covers_the_true_median_at_about_the_nominal_rate(n):
         low, high = median_ci(samples, method=method)
         coverage = np.mean((low <= 1.0) & (1.0 <= high))
         assert 0.88 <= coverage <= 0.99, (method, coverage)
+
+
+@pytest.mark.parametrize("n", [1220, 1800])
+def test_large_even_samples_keep_a_proper_distribution(n):
+    """From n ~ 1030 on, C(n, n/2) is inf in float64: the probabilities must not be built on
+    it (they were NaN, and the interval collapsed onto the smallest value). They stay a
+    distribution, and the interval is scipy's Monte Carlo one to within its own noise."""
+    x = np.random.default_rng(n).lognormal(sigma=1.5, size=n)
+    values, probs = distribution(x[None])
+    assert np.isfinite(probs).all() and probs.min() >= -1e-15
+    assert probs.sum() == pytest.approx(1.0, abs=1e-9)
+    low, high = median_ci(x[None], method="percentile")
+    reference = stats.bootstrap(
+        (x,), np.median, n_resamples=4000, method="percentile", random_state=0
+    ).confidence_interval
+    assert low[0] < np.median(x) < high[0]
+    assert low[0] == pytest.approx(reference.low, rel=0.03)
+    assert high[0] == pytest.approx(reference.high, rel=0.03)

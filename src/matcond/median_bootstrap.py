@@ -47,15 +47,18 @@ def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m = n // 2
     # P(the m-th smallest draw is at position i) = P(N_i >= m) - P(N_{i-1} >= m)
     at_i = np.diff(stats.binom.sf(m - 1, n, k / n), prepend=0.0)
-    # q_i = P(N_i = m) - P(N_{i-1} = m, none at i)
-    q = stats.binom.pmf(m, n, k / n) - special.comb(n, m) * ((k - 1) / n) ** m * ((n - k) / n) ** m
+    # q_i = P(N_i = m) - P(N_{i-1} = m, none at i); the second term, C(n, m) ((i-1)/n)^m
+    # ((n-i)/n)^m, written as a binomial probability so that C(n, m) (inf in float64 from
+    # n ~ 1030 on) never appears: C(n, m) a^m b^m = P(Binomial(n, a/(a+b)) = m) (a+b)^n
+    q = stats.binom.pmf(m, n, k / n) - stats.binom.pmf(m, n, (k - 1) / (n - 1)) * ((n - 1) / n) ** n
     i, j = np.triu_indices(n, 1)  # 0-based, i < j
     above = n - (i + 1)  # positions above i
     gap = ((n - j) / above) ** m - ((n - j - 1) / above) ** m
     off = q[i] * gap
-    first = np.concatenate([k - 1, i])
-    second = np.concatenate([k - 1, j])
-    return first, second, np.concatenate([at_i - q, off])
+    probs = np.concatenate([at_i - q, off])
+    if not np.isfinite(probs).all():  # a number we cannot vouch for is never returned
+        raise FloatingPointError(f"the exact bootstrap of the median is not finite at n = {n}")
+    return np.concatenate([k - 1, i]), np.concatenate([k - 1, j]), probs
 
 
 def distribution(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
