@@ -151,6 +151,6 @@ def test_held_out_choices_run_on_seeds_their_scorers_do_not_use():
     }
     assert not seeds["ctrl_spectral_reg"] & seeds["exp4_strategies"]
     checks = [name for name in seeds if name.startswith(("theory_check", "depth_check"))]
-    assert len(checks) == 5
+    assert len(checks) == 7
     others = set().union(*(s for name, s in seeds.items() if name not in checks))
     assert not set().union(*(seeds[name] for name in checks)) & others
