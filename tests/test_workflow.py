@@ -146,6 +146,10 @@ def test_every_expected_output_exists(finished, small_config):
     depth = pd.read_parquet(finished / "results" / "per_trial" / "depth_theory.parquet")
     cells = depth.groupby(["model", "depth", "init_scale", "optimizer"], dropna=False)
     assert cells.ngroups == 12 + 2
+    # depth_check asks for trials of exp_depth_theory: each is compared once
+    rows = depth[(depth["matrix"] == "product") & (depth["component"] == "condition_number")]
+    assert not rows.duplicated(["model", "depth", "init_scale", "optimizer", "seed"]).any()
+    assert len(rows) == (12 + 2) * 3
     assert len(pd.read_csv(finished / "results" / "tables" / "depth_theory.csv")) > 0
     for name in config["experiments"]:
         for ext in ("parquet", "csv"):

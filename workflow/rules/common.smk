@@ -162,12 +162,15 @@ if DEPTH_TABLE in TRIALS:
         f"Invalid config: config key experiments.{DEPTH_TABLE}: the name of the depth "
         "formula's table (rule depth_theory); give the experiment another name"
     )
-DEPTH_TRIALS = [
-    t
-    for e in config["depth_theory"]["experiments"]
-    for t in TRIALS.get(e, [])
-    if t.spec["model"] in DEPTH_MODELS
-]
+# Each trial once, though several of its experiments ask for it.
+DEPTH_TRIALS = list(
+    {
+        t.path: t
+        for e in config["depth_theory"]["experiments"]
+        for t in TRIALS.get(e, [])
+        if t.spec["model"] in DEPTH_MODELS
+    }.values()
+)
 # Training jobs: blocks of config key block_size seeds per setting (matcond.trials.Block).
 # Weights are saved where something reads them (the GN parts, save_recorded_weights), or for
 # every trial with config key save_weights.
