@@ -53,10 +53,6 @@ BAD = [
     ({"experiments": {"e": {"seeds": [1, 1]}}}, ["experiments.e.seeds"]),
     ({"experiments": {"e": {"seeds": 0}}}, ["experiments.e.seeds"]),
     ({"experiments": {"e": {"seeds": [-1]}}}, ["experiments.e.seeds"]),
-    (
-        {"experiments": {"e": {"seeds": {"first": 0, "count": 2, "step": 3}}}},
-        ["experiments.e.seeds"],
-    ),
     (one(grid={"dim": []}), ["experiments.e.grid.dim"]),
     (one(grid={"dim": ["x"]}), ["experiments.e", "dim"]),
     (one(settings={"depth": 0, "model": "deep_linear"}), ["experiments.e", "depth"]),

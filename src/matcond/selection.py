@@ -173,13 +173,14 @@ def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None
     if rows.empty:
         raise MissingRows(f"no network matches {where}")
     column = field.removesuffix(UPPER)
-    for name in column.split("/"):
+    numerator, _, denominator = column.partition("/")
+    for name in filter(None, (numerator, denominator)):
         if name not in rows:
             raise MissingRows(f"no column {name!r}")
-    values = rows[column.split("/")[0]].astype(float)
-    if "/" in column:
+    values = rows[numerator].astype(float)
+    if denominator:
         with np.errstate(divide="ignore", invalid="ignore"):
-            values = values / rows[column.split("/")[1]].astype(float)
+            values = values / rows[denominator].astype(float)
     if column != field:
         with np.errstate(divide="ignore"):
             values = values / (1 - rows["relative_error"].astype(float)).clip(lower=0)

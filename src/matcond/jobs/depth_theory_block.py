@@ -23,11 +23,11 @@ def main(snakemake) -> None:
     trials = [f"{cell}/seed{seed}" for seed in block["seeds"]]
     flags = read_trials([manifest], trials, columns=["seed", "diverged"])
     diverged = flags.groupby("seed")["diverged"].any()  # the block's tables, read once
+    fraction = snakemake.params.bottom_fraction
     tables = []
     for seed, trial in zip(block["seeds"], trials, strict=True):
         spec = {**block["spec"], "seed": seed}
         weights = load_trial_weights(manifest, trial, json.dumps(spec, sort_keys=True))
-        fraction = snakemake.params.bottom_fraction
         tables.append(prediction_rows(weights, spec, fraction, bool(diverged[seed])))
     write_parquet(pd.concat(tables, ignore_index=True), snakemake.output[0])
     seconds = time.perf_counter() - start
