@@ -37,6 +37,7 @@ from matcond.execution.jobserver import (
     STARTUP_SECONDS,
     JobServer,
     execute,
+    prepare,
     slurm_group_jobs,
 )
 from matcond.trials import Block, Trial
@@ -50,6 +51,22 @@ def server():
     assert started is not None
     yield started
     started.stop()
+
+
+def test_a_server_for_cuda_jobs_runs_no_warm_up(monkeypatch):
+    """The GN sweep's warm-up initialises the CUDA driver, after which every forked child
+    fails to use CUDA (seen on an H100): ``prepare(warm_up=False)`` (a ``device: cuda`` run)
+    imports the job modules and runs none of their warm-ups; ``warm_up=True`` runs them."""
+    import matcond.jobs.gn_sweep
+    import matcond.jobs.plot
+
+    called = []
+    for module in (matcond.jobs.gn_sweep, matcond.jobs.plot):
+        monkeypatch.setattr(module, "warm_up", lambda name=module.__name__: called.append(name))
+    prepare(warm_up=False)
+    assert called == []
+    prepare(warm_up=True)
+    assert sorted(called) == ["matcond.jobs.gn_sweep", "matcond.jobs.plot"]
 
 
 def request(rule: str, output: dict, log: Path, **fields) -> dict:

@@ -29,7 +29,10 @@ and the server forks a child that runs exactly what the job would have run in it
   token (drawn per server, published with its address) is refused: the job runs in its own
   process (each run also drops an inherited ``$MATCOND_JOB_SERVER``).
 - The server never touches CUDA before forking (a CUDA context does not survive ``fork``);
-  each child initialises its own.
+  each child initialises its own. The warm-ups are skipped when the run trains on a GPU
+  (``device: cuda``): the GN sweep's first ``torch.func`` call initialises the CUDA driver
+  without torch noticing (seen on an H100, torch 2.11: every child forked after it failed
+  with "CUDA error: initialization error"; docs/benchmarks.md, 2026-11-27).
 - Snakemake's ``benchmark:`` of a served job measures the waiting client: its wall time is
   the job's, its memory and CPU time are not (a training job writes its own benchmark).
 """
@@ -139,8 +142,19 @@ def _run_child(conn: socket.socket, job: dict) -> None:
         os._exit(status)
 
 
-def serve(address: str) -> None:
-    """Import every job module, listen on ``address``, fork one child per request."""
+def prepare(warm_up: bool) -> None:
+    """Import every job module (the imports every child shares) and, if ``warm_up``, run its
+    ``warm_up()``: what its jobs would each load (caches, lazy imports)."""
+    import matcond.jobs
+
+    for job in pkgutil.iter_modules(matcond.jobs.__path__):
+        module = importlib.import_module(f"matcond.jobs.{job.name}")
+        if warm_up and hasattr(module, "warm_up"):
+            module.warm_up()
+
+
+def serve(address: str, warm_up: bool) -> None:
+    """:func:`prepare`, listen on ``address``, fork one child per request."""
     _die_with_parent()
     directory = os.path.dirname(address)
 
@@ -149,12 +163,7 @@ def serve(address: str) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    import matcond.jobs
-
-    for job in pkgutil.iter_modules(matcond.jobs.__path__):  # the imports every child shares
-        module = importlib.import_module(f"matcond.jobs.{job.name}")
-        if hasattr(module, "warm_up"):  # what its jobs would each load (caches, lazy imports)
-            module.warm_up()
+    prepare(warm_up)
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -241,14 +250,21 @@ class JobServer:
         self.published = f"{self.address}#{token}"  # what $MATCOND_JOB_SERVER holds
 
     @classmethod
-    def start(cls, timeout: float = STARTUP_SECONDS) -> JobServer | None:
-        """Start a server and wait until it listens; None (with a warning) if it does not."""
+    def start(cls, timeout: float = STARTUP_SECONDS, warm_up: bool = True) -> JobServer | None:
+        """Start a server and wait until it listens; None (with a warning) if it does not.
+        ``warm_up=False`` for a run whose jobs use CUDA (:func:`prepare`)."""
         # /tmp, not the working directory: a socket path has at most 107 bytes
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
         token = secrets.token_hex(16)
         process = subprocess.Popen(
-            [sys.executable, "-m", "matcond.execution.jobserver", str(directory / SOCKET)],
+            [
+                sys.executable,
+                "-m",
+                "matcond.execution.jobserver",
+                str(directory / SOCKET),
+                "warm-up" if warm_up else "no-warm-up",
+            ],
             stdout=subprocess.PIPE,
             env={**os.environ, **SERVER_THREADS, TOKEN_ENV: token},
         )
@@ -278,4 +294,4 @@ class JobServer:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], warm_up=sys.argv[2] == "warm-up")
