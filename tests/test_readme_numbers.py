@@ -133,11 +133,6 @@ def test_every_quoted_interval_is_a_claims_statistic(page, printed, scale, numbe
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the rule now picks row scale std 0.5 (ctrl_readings_long at 100 trials); the "
-    "default moves there with the next full paper run (issue 43, docs/theory.md)",
-)
 def test_the_default_reading_is_the_calibrations_pick():
     """The default config's init and row scale are the reading the calibration rule picked in
     the paper run (docs/theory.md, "Which reading the default uses")."""

@@ -54,7 +54,7 @@ def test_path_is_readable_and_spells_out_the_settings():
     )
     (trial,) = all_trials(config)["e"]
     assert trial.path == (
-        "linear/heterogeneous-s0.25/d128/adam-lr0.001-wd0/standard/"
+        "linear/heterogeneous-s0.5/d128/adam-lr0.001-wd0/standard/"
         "init0.02-bs64-ep200-spe1-noise0.01-rec0-float32/seed3"
     )
 

@@ -168,7 +168,7 @@ FIGURES = {
         ("ctrl_target_scale",),
         "Readings of the paper's settings",
         "The paper's target rows are scaled by exp(N(0, 0.25)): 0.25 read as a standard "
-        "deviation (row_log_std 0.25, the default) or as a variance (0.5). " + STATISTICS,
+        "deviation (row_log_std 0.25) or as a variance (0.5, the default). " + STATISTICS,
         module="controls",
     ),
     "readings": Figure(
