@@ -155,6 +155,8 @@ def test_recorded_weights_are_saved_only_when_asked(spec):
     [
         {"optimizer": "sgd", "strategy": "standard", "lr": 1.7},
         {"optimizer": "sgd", "strategy": "multipliers", "lr": 1.7, "multiplier_lr_ratio": 1.0},
+        # momentum buffers leave the batch with their trials
+        {"optimizer": "sgd", "strategy": "standard", "lr": 1.2, "momentum": 0.9},
         # a loss above its first epoch's counts as divergence: Adam's trials stop one by one
         {"optimizer": "adam", "strategy": "standard", "lr": 0.05, "divergence_loss_ratio": 1.0},
     ],

@@ -8,7 +8,15 @@ import pytest
 import yaml
 
 from matcond.config import ConfigError, validate_config
-from matcond.trials import Trial, all_trials, canonical, format_value, swept_settings
+from matcond.trials import (
+    CHOICE_PARAMS,
+    Trial,
+    all_trials,
+    canonical,
+    check_settings,
+    format_value,
+    swept_settings,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,12 +140,100 @@ def test_bad_config_names_the_key(config, names):
         assert name in str(err.value)
 
 
-def test_conflicting_analysis_settings_are_refused():
+def test_conflicting_settings_outside_the_path_are_refused_by_name():
     config = validate_config(
         {"experiments": {"a": {"seeds": 1}, "b": {"settings": {"rank_rtol": 1e-6}, "seeds": 1}}}
     )
-    with pytest.raises(ConfigError, match="experiments.a and experiments.b"):
+    with pytest.raises(
+        ConfigError, match="experiments.a and experiments.b .* different rank_rtol,"
+    ):
         all_trials(config)
+
+
+def _layout_before_the_schema_drove_it(s: dict) -> str:
+    """The trial path as matcond.trials wrote it, by hand, before every setting carried its
+    ``x-path`` (commit 43dc728): the reference that existing trials keep their paths."""
+    fmt, tags = format_value, {
+        "seq_len": "T", "depth": "L", "row_log_std": "s", "rank": "r", "n_blocks": "b",
+        "multiplier_lr_ratio": "ratio", "spectral_lambda": "lam", "spectral_decay_lambda": "lam",
+        "spectral_clip": "clip", "svd_every": "every", "svd_blend": "blend",
+        "orthogonality_mu": "mu",
+    }  # fmt: skip
+
+    def choice(key: str) -> str:
+        params = CHOICE_PARAMS[key][s[key]]
+        return "-".join([s[key], *(f"{tags[p]}{fmt(s[p])}" for p in params)])
+
+    init = f"init{fmt(s['init_scale'])}" if s["init"] == "gaussian" else f"init-{s['init']}"
+    return "/".join(
+        [
+            choice("model"),
+            choice("structure"),
+            f"d{s['dim']}",
+            f"{s['optimizer']}-lr{fmt(s['lr'])}-wd{fmt(s['weight_decay'])}",
+            choice("strategy"),
+            f"{init}-bs{s['batch_size']}-ep{s['epochs']}"
+            f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
+            f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}"
+            f"{'-weights' if s['save_recorded_weights'] else ''}-{s['dtype']}",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["config/config.yaml", "config/test/config.yaml", "config/gpu/config.yaml"]
+)
+def test_every_trial_of_the_shipped_configs_keeps_its_path(name):
+    """The paths built from the schema's ``x-path`` equal the hand-written layout they
+    replaced, for every trial without momentum (the setting added since)."""
+    checked = 0
+    for trials in all_trials(validate_config(load(name))).values():
+        for trial in trials:
+            if "momentum" not in trial.spec:
+                assert trial.cell == _layout_before_the_schema_drove_it(trial.spec)
+                checked += 1
+    assert checked > 100
+
+
+def test_momentum_is_gridded_from_the_schema_and_plain_sgd_keeps_its_trial():
+    grid = {"sgd": [{"momentum": 0.0}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True}]}
+    config = validate_config({"experiments": {"e": {"grid": grid, "seeds": [0]}}})
+    plain, heavy, nesterov = all_trials(config)["e"]
+    assert "momentum" not in plain.spec and "nesterov" not in plain.spec  # as before it existed
+    assert plain == all_trials(validate_config({"experiments": {"e": {"seeds": [0]}}}))["e"][0]
+    assert plain.cell.split("/")[3] == "sgd-lr0.01-wd0"
+    assert heavy.cell.split("/")[3] == "sgd-lr0.01-wd0-mom0.9"
+    assert nesterov.cell.split("/")[3] == "sgd-lr0.01-wd0-mom0.9-nesterov"
+    adam = {"settings": {"optimizer": "adam"}, "grid": {"momentum": [0.9]}, "seeds": 1}
+    with pytest.raises(ConfigError, match="varies momentum, which applies to none"):
+        all_trials(validate_config({"experiments": {"e": adam}}))
+
+
+def test_nesterov_without_momentum_is_refused():
+    config = validate_config({"experiments": {"e": {"settings": {"nesterov": True}, "seeds": 1}}})
+    with pytest.raises(ConfigError, match="experiments.e: nesterov needs momentum > 0"):
+        all_trials(config)
+
+
+@pytest.mark.parametrize(
+    ("prop", "message"),
+    [
+        ({"type": "number", "default": 1.0}, "needs x-path"),
+        ({"type": "number", "x-path": False}, "has no default"),
+        ({"type": "number", "default": 1.0, "x-path": {"part": 2}}, "needs x-path"),
+        (
+            {"type": "number", "default": 1.0, "x-path": {"part": 2, "tag": "q", "neutral": 0.0}},
+            "neutral",
+        ),
+        (
+            {"type": "number", "default": 1.0, "x-path": {"part": 2, "tag": "q", "omit": [1]}},
+            "unknown keys",
+        ),
+    ],
+)
+def test_a_setting_without_its_path_rule_is_a_developers_error(prop, message):
+    with pytest.raises(ValueError, match=message):
+        check_settings({"new_setting": prop})
 
 
 def test_trial_equality_is_by_settings():

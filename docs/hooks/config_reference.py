@@ -120,8 +120,14 @@ def description_of(node: dict) -> str:
     if applies:
         where = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in applies.items())
         text += f" Applies only where {where}."
-    if node.get("x-path-tag"):
-        text += f" Tag in a trial's path: `{node['x-path-tag']}`."
+    path = node.get("x-path")
+    if path is False:
+        text += " Not in a trial's path: a change reruns the trial in place."
+    elif isinstance(path, dict):
+        shown = path["tag"] if node.get("type") == "boolean" else f"{path['tag']}<value>"
+        text += f" In a trial's path (level {path['part']}) as `{shown}`."
+        if "neutral" in path:
+            text += f" At {json.dumps(path['neutral'])} it is no part of a trial."
     pattern = (node.get("propertyNames") or {}).get("pattern")
     if pattern:
         text += f" Names match `{pattern}`."

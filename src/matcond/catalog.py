@@ -112,43 +112,43 @@ FIGURES = {
     ),
     "ctrl_effective_rank": Figure(
         ("exp1_dimension",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "Effective-rank error vs dimension for each threshold t (the number of singular values "
         "above t times the largest), median and 95 % bootstrap interval.",
     ),
     "ctrl_noise": Figure(
         ("ctrl_noise",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "Component errors at the last epoch vs label-noise standard deviation. " + STATISTICS,
     ),
     "ctrl_multiplier_lr": Figure(
         ("ctrl_multiplier_lr",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "Component errors with learnable multipliers vs the multipliers' learning-rate ratio. "
         + STATISTICS,
     ),
     "ctrl_optimizer_dims": Figure(
         ("ctrl_optimizer_dims",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "SGD vs Adam across dimensions, one panel per component. " + STATISTICS,
     ),
     "ctrl_batch_size": Figure(
         ("ctrl_batch_size",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "Condition-number and row-norm errors vs batch size at two dimensions (review W8). "
         + STATISTICS,
         module="controls",
     ),
     "ctrl_structured_wd": Figure(
         ("ctrl_structured_wd",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "Structured weight decay (a penalty lambda (log kappa)^2, which pulls kappa toward 1) "
         "against plain L2 weight decay, paired by seed (review W4d). " + STATISTICS,
         module="controls",
     ),
     "exp_attention": Figure(
         ("exp_attention",),
-        "Review controls",
+        "Controls (the review's and ours)",
         "A single-head attention block with a ReLU MLP learning a teacher block of the same "
         "shape (review W1b): components of the products the block's function determines "
         "(qk = W_Q^T W_K, ov = W_O W_V) and of the MLP matrices (determined only up to a "
@@ -169,6 +169,15 @@ FIGURES = {
         "Readings of the paper's settings",
         "The paper's target rows are scaled by exp(N(0, 0.25)): 0.25 read as a standard "
         "deviation (row_log_std 0.25) or as a variance (0.5, the default). " + STATISTICS,
+        module="controls",
+    ),
+    "ctrl_momentum": Figure(
+        ("ctrl_momentum",),
+        "Controls (the review's and ours)",
+        "SGD with momentum 0.9, plain and Nesterov, at the paper's lr 0.01 and at lr 0.001 "
+        "(the effective step lr / (1 - momentum) of plain SGD), against plain SGD, over d: does "
+        "the condition-number error still exceed the row-norm error (claims "
+        "ctrl_momentum_kappa_exceeds_norms_*)? " + STATISTICS,
         module="controls",
     ),
     "readings": Figure(

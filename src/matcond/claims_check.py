@@ -140,8 +140,8 @@ def _check_component(name: str, prefix: str) -> None:
     names = component_names([t for t in thresholds if 0 < t < 1])
     if name in names:
         return
-    defaults = config.load_schema()["properties"]["defaults"]["properties"]
-    thresholds = defaults["effective_rank_thresholds"]["default"]
+    settings = config.load_schema()["$defs"]["settings"]["properties"]
+    thresholds = settings["effective_rank_thresholds"]["default"]
     known = [*component_names(thresholds), *DERIVED, "sigma_1", "grad_sigma_1"]
     rank = [n for n in names if n.startswith("effective_rank_t")]  # as the tables write it
     raise ConfigError(f"{prefix}{name!r} is not a component{did_you_mean(name, rank or known)}")

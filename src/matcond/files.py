@@ -17,13 +17,13 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from matcond.trials import Trial
+from matcond.trials import NEUTRAL, Trial
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -254,13 +254,17 @@ def read_trials(
     trials: Iterable[str],
     root: Path = TRIALS_ROOT,
     columns: list[str] | None = None,
+    settings: Collection[str] = (),
 ) -> pd.DataFrame:
-    """The tables of ``trials`` (paths below ``root``) stacked in that order, as one frame.
+    """The tables of ``trials`` (paths below ``root``) stacked in that order, as one frame,
+    with a column for each of ``settings`` (a trial at a setting's neutral value, where the
+    trial does not store it, gets that value: :data:`matcond.trials.NEUTRAL`).
 
     Each file is read once and checked: against the record of the manifest of its block among
     ``manifests`` (size, SHA-256), its page checksums, and the spec in its metadata against
     its path; DamagedFileError naming the file if not.
     """
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -283,7 +287,13 @@ def read_trials(
         tables.append(table)
     if not tables:
         raise ValueError("no trials to read")
-    return pa.concat_tables(tables, promote_options="default").to_pandas()
+    frame = pa.concat_tables(tables, promote_options="default").to_pandas()
+    for name in settings:  # a trial at a setting's neutral value does not store it
+        if name in NEUTRAL:
+            value = NEUTRAL[name]
+            filled = frame[name].fillna(value) if name in frame else value
+            frame[name] = pd.Series(filled, index=frame.index).astype(type(value))
+    return frame
 
 
 def weights_digest(weights: Mapping[str, np.ndarray]) -> str:

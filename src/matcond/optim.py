@@ -1,7 +1,8 @@
 """SGD and Adam, written out.
 
-They follow torch.optim.SGD (no momentum) and torch.optim.Adam (coupled L2 weight decay, bias
-correction, eps added after the square root) update for update, per parameter group
+They follow torch.optim.SGD (momentum with dampening 0, optionally Nesterov's) and
+torch.optim.Adam (coupled L2 weight decay, bias correction, eps added after the square root)
+update for update, per parameter group
 (tests/test_optim.py checks them against torch.optim). They exist because torch.optim imports
 torch._dynamo on its first step, which costs about 2.5 s in every training job, longer than
 most trials take to train.
@@ -23,21 +24,40 @@ def _grad(p: torch.Tensor, weight_decay: float) -> torch.Tensor:
 
 
 class SGD:
-    """p <- p - lr (grad + weight_decay p)."""
+    """p <- p - lr d with d = grad + weight_decay p; with ``momentum`` m > 0, d is replaced by
+    the buffer b <- m b + d (b = d at the first step), or by d + m b with ``nesterov``."""
 
-    def __init__(self, groups: list[dict]):
-        self.groups = groups
+    def __init__(self, groups: list[dict], momentum: float = 0.0, nesterov: bool = False):
+        if nesterov and not momentum:
+            raise ValueError("Nesterov momentum needs momentum > 0")
+        self.groups, self.momentum, self.nesterov = groups, momentum, nesterov
+        self.buffers: dict[int, torch.Tensor] = {}
 
     def select(self, keep: torch.Tensor, groups: list[dict]) -> None:
         """Go on with ``groups``, the parameters of the trials at positions ``keep`` of the
-        seed axis (no state to carry)."""
+        seed axis, in the order of the current ones, and their momentum buffers."""
+        old = [p for group in self.groups for p in group["params"]]
+        new = [p for group in groups for p in group["params"]]
+        self.buffers = {
+            id(q): self.buffers[id(p)][keep.to(p.device)]
+            for p, q in zip(old, new, strict=True)
+            if id(p) in self.buffers
+        }
         self.groups = groups
 
     @torch.no_grad()
     def step(self) -> None:
         for group in self.groups:
             for p in group["params"]:
-                p.sub_(group["lr"] * _grad(p, group["weight_decay"]))
+                d = _grad(p, group["weight_decay"])
+                if not self.momentum:
+                    p.sub_(group["lr"] * d)
+                    continue
+                if (b := self.buffers.get(id(p))) is None:
+                    b = self.buffers[id(p)] = d.clone()
+                else:
+                    b.mul_(self.momentum).add_(d)
+                p.add_(d.add(b, alpha=self.momentum) if self.nesterov else b, alpha=-group["lr"])
 
 
 class Adam:
@@ -76,10 +96,13 @@ class Adam:
                 p.addcdiv_(m, (v.sqrt() / correction2_sqrt).add_(self.eps), value=-step_size)
 
 
-def make_optimizer(name: str, groups: list[dict]) -> SGD | Adam:
-    """SGD or Adam over parameter groups (dicts with params, lr, weight_decay)."""
+def make_optimizer(
+    name: str, groups: list[dict], momentum: float = 0.0, nesterov: bool = False
+) -> SGD | Adam:
+    """SGD (with ``momentum``, ``nesterov``) or Adam over parameter groups (dicts with params,
+    lr, weight_decay)."""
     if name == "sgd":
-        return SGD(groups)
+        return SGD(groups, momentum, nesterov)
     if name == "adam":
         return Adam(groups)
     raise ValueError(f"unknown optimizer {name!r}")

@@ -30,6 +30,7 @@ from matcond.models import MODELS, Model
 from matcond.optim import make_optimizer
 from matcond.strategies import STRATEGIES, Target
 from matcond.targets import DATA_STREAM, INIT_STREAM, stream_seed
+from matcond.trials import setting
 
 # on_record(trial index, epoch, matrices by name, loss, gradient of the loss w.r.t. the product
 # or None)
@@ -152,7 +153,9 @@ def train(
     tensors = _stacked(targets, dtype, device)
     teacher = kind.teacher(tensors)
     groups = _param_groups(model, spec)
-    optimizer = make_optimizer(spec["optimizer"], groups)
+    optimizer = make_optimizer(
+        spec["optimizer"], groups, setting(spec, "momentum"), setting(spec, "nesterov")
+    )
     params = [p for group in groups for p in group["params"]]
     recorded = set(record_epochs(spec["epochs"], spec["record_every"]))
     target = Target(

@@ -2,7 +2,7 @@
 
 A trial is a dict of settings (see ``$defs/settings`` in the config schema) plus a seed. Its
 output path spells out every setting that defines it, so a researcher finds
-``linear/heterogeneous-s0.25/d128/adam-lr0.001-wd0/...`` without a lookup table, and a trial
+``linear/heterogeneous-s0.5/d128/adam-lr0.001-wd0/...`` without a lookup table, and a trial
 requested by two experiments has one path and is computed once. Pure Python: imported by the
 Snakefile at parse time.
 """
@@ -18,18 +18,48 @@ from typing import Any
 
 from matcond.config import ConfigError, StrictValidator, load_schema, raise_first_error
 
-CHOICES = ("structure", "model", "strategy", "init")
-
 
 def _settings_schema() -> dict[str, dict]:
     return load_schema()["$defs"]["settings"]["properties"]
 
 
+def check_settings(settings: dict[str, dict]) -> None:
+    """Raise ValueError (a developer's error, at import) unless every setting of the schema
+    has a ``default`` and an ``x-path``: ``false`` (not in the trial's path: a change reruns the
+    trial in place) or ``{part, tag}``, with optional ``hide`` (values not written in the path
+    because another setting names them) and ``neutral`` (the value at which the setting is
+    no part of a trial: its path and stored spec are those of a trial from before the
+    setting existed)."""
+    for name, prop in settings.items():
+        where = f"workflow/schemas/config.schema.yaml: $defs/settings/properties/{name}"
+        if "default" not in prop:
+            raise ValueError(f"{where} has no default")
+        path = prop.get("x-path")
+        if path is False:
+            continue
+        if not isinstance(path, dict) or not {"part", "tag"} <= set(path):
+            raise ValueError(
+                f"{where} needs x-path: false (not in a trial's path) or {{part, tag}} (how "
+                "its value is written in the path), so that any setting can be gridded"
+            )
+        if unknown := sorted(set(path) - {"part", "tag", "hide", "neutral"}):
+            raise ValueError(f"{where}: x-path has unknown keys {unknown}")
+        if "neutral" in path and path["neutral"] != prop["default"]:
+            raise ValueError(f"{where}: its neutral value must be its default")
+
+
+SETTINGS = _settings_schema()
+check_settings(SETTINGS)
+# The settings that only matter for some values of another (the schema's ``x-applies-to``):
+# structure, model, strategy, init, optimizer.
+CHOICES = tuple(dict.fromkeys(k for p in SETTINGS.values() for k in p.get("x-applies-to", {})))
+
+
 def choice_params(settings: dict[str, dict] | None = None) -> dict[str, dict[str, list[str]]]:
-    """Per choice (structure, model, strategy, init) and value, the settings that apply to it
-    only (the schema's ``x-applies-to``), in schema order: e.g. strategy -> spectral_reg ->
-    [spectral_lambda, spectral_clip]."""
-    settings = _settings_schema() if settings is None else settings
+    """Per choice (a setting that others apply to: structure, model, strategy, init, optimizer)
+    and value, the settings that apply to it only (the schema's ``x-applies-to``), in schema
+    order: e.g. strategy -> spectral_reg -> [spectral_lambda, spectral_clip]."""
+    settings = SETTINGS if settings is None else settings
     params = {key: {value: [] for value in settings[key]["enum"]} for key in CHOICES}
     for name, prop in settings.items():
         for key, values in prop.get("x-applies-to", {}).items():
@@ -39,11 +69,23 @@ def choice_params(settings: dict[str, dict] | None = None) -> dict[str, dict[str
 
 
 CHOICE_PARAMS = choice_params()
-# How a setting is named in a trial's path (the schema's ``x-path-tag``).
-TAGS = {n: p["x-path-tag"] for n, p in _settings_schema().items() if "x-path-tag" in p}
-# Settings that change how a trial is analysed, not how it is trained: they reach the job
-# through its params (a change reruns it) but are not part of its path.
-ANALYSIS_SETTINGS = ("effective_rank_thresholds", "rank_rtol")
+# A trial's path: per part (a directory level), the settings written in it, in schema order.
+PATH_PARTS = [
+    [n for n, p in SETTINGS.items() if p["x-path"] and p["x-path"]["part"] == part]
+    for part in sorted({p["x-path"]["part"] for p in SETTINGS.values() if p["x-path"]})
+]
+# Settings at which value they are no part of a trial (added after trials existed).
+NEUTRAL = {
+    n: p["x-path"]["neutral"] for n, p in SETTINGS.items() if "neutral" in (p["x-path"] or {})
+}
+# Settings that change how a trial is analysed or stopped, not its path: they reach the job
+# through its params (a change reruns it in place), so experiments sharing a trial agree on them.
+UNPATHED = tuple(n for n, p in SETTINGS.items() if p["x-path"] is False)
+
+
+def setting(spec: dict[str, Any], name: str) -> Any:
+    """A setting of a canonical spec, its neutral value where the spec leaves it out."""
+    return spec[name] if name in spec else NEUTRAL[name]
 
 
 def format_value(value: Any) -> str:
@@ -68,26 +110,7 @@ class Trial:
     @functools.cached_property
     def cell(self) -> str:
         """The path of the trial's directory below results/trials (everything but the seed)."""
-        s, fmt = self.spec, format_value
-
-        def choice(key: str) -> str:
-            params = CHOICE_PARAMS[key][s[key]]
-            return "-".join([s[key], *(f"{TAGS[p]}{fmt(s[p])}" for p in params)])
-
-        init = f"init{fmt(s['init_scale'])}" if s["init"] == "gaussian" else f"init-{s['init']}"
-        return "/".join(
-            [
-                choice("model"),
-                choice("structure"),
-                f"d{s['dim']}",
-                f"{s['optimizer']}-lr{fmt(s['lr'])}-wd{fmt(s['weight_decay'])}",
-                choice("strategy"),
-                f"{init}-bs{s['batch_size']}-ep{s['epochs']}"
-                f"-spe{s['steps_per_epoch']}-noise{fmt(s['noise_std'])}"
-                f"-rec{s['record_every']}{'-grad' if s['record_gradients'] else ''}"
-                f"{'-weights' if s['save_recorded_weights'] else ''}-{s['dtype']}",
-            ]
-        )
+        return cell_path(self.spec)
 
     @functools.cached_property
     def seed(self) -> int:
@@ -168,11 +191,29 @@ def blocks_of(trials: Iterable[Trial], size: int) -> list[Block]:
 
 
 def canonical(spec: dict[str, Any]) -> dict[str, Any]:
-    """Drop the parameters that do not apply to the spec's structure, model and strategy."""
-    unused = set()
+    """Drop the settings that do not apply to the spec's choices (``x-applies-to``) and those
+    at their neutral value."""
+    unused = {n for n, v in NEUTRAL.items() if spec.get(n) == v}
     for key, params in CHOICE_PARAMS.items():
         unused |= {p for ps in params.values() for p in ps} - set(params[spec[key]])
     return {k: v for k, v in spec.items() if k not in unused}
+
+
+def _path_part(name: str, value: Any) -> str | None:
+    path = SETTINGS[name]["x-path"]
+    if value in path.get("hide", ()) or value is False:
+        return None
+    return path["tag"] if value is True else f"{path['tag']}{format_value(value)}"
+
+
+def cell_path(spec: dict[str, Any]) -> str:
+    """The path of a canonical spec's cell (every setting but the seed) below results/trials:
+    one directory per part of the schema's ``x-path``, its settings joined by ``-``."""
+    parts = []
+    for names in PATH_PARTS:
+        written = [_path_part(n, spec[n]) for n in names if n in spec]
+        parts.append("-".join(w for w in written if w is not None))
+    return "/".join(parts)
 
 
 def _seeds(value: int | list[int]) -> list[int]:
@@ -199,6 +240,8 @@ def _check_semantics(spec: dict[str, Any], where: str) -> None:
             f"{where}: effective_rank_thresholds {spec['effective_rank_thresholds']} print the "
             f"same label twice ({', '.join(labels)}): their columns would merge"
         )
+    if spec["optimizer"] == "sgd" and spec["nesterov"] and not spec["momentum"]:
+        raise ConfigError(f"{where}: nesterov needs momentum > 0 (torch.optim.SGD's rule)")
     if spec["record_every"] > spec["epochs"]:
         raise ConfigError(
             f"{where}: record_every {spec['record_every']} exceeds epochs {spec['epochs']}"
@@ -270,7 +313,7 @@ def swept_settings(experiment: dict[str, Any]) -> list[str]:
 def all_trials(config: dict[str, Any]) -> dict[str, list[Trial]]:
     """Experiment name -> its trials, for a validated config.
 
-    Raises ConfigError if two trials share a path but differ in an analysis setting.
+    Raises ConfigError if two trials share a path but differ in a setting outside it.
     """
     by_experiment = {
         name: experiment_trials(name, exp, config["defaults"])
@@ -281,10 +324,15 @@ def all_trials(config: dict[str, Any]) -> dict[str, list[Trial]]:
         for trial in trials:
             seen = by_path.setdefault(trial.path, (name, trial))
             if seen[1] != trial:
+                first, second = seen[1].spec, trial.spec
+                differ = sorted(
+                    k for k in first.keys() | second.keys() if first.get(k) != second.get(k)
+                )
                 raise ConfigError(
                     f"config keys experiments.{seen[0]} and experiments.{name} request the trial "
-                    f"{trial.path} with different analysis settings "
-                    f"({', '.join(ANALYSIS_SETTINGS)}): set those in `defaults` only"
+                    f"{trial.path} with different {', '.join(differ)}, settings that are not "
+                    "part of a trial's path (x-path: false in the config schema): set them in "
+                    "`defaults` only, or the same in both"
                 )
     return by_experiment
 

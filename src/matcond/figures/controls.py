@@ -183,10 +183,19 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
     save(fig, png, pdf)
 
 
-def _arms_vs_dim(tables: Tables, png: str, pdf: str, name: str, arm_of) -> None:
-    """kappa and row-norm errors vs d per arm (``arm_of(rows)`` names it), SGD and Adam."""
+def _arms_vs_dim(
+    tables: Tables,
+    png: str,
+    pdf: str,
+    name: str,
+    arm_of,
+    title: str = "one line per reading of the paper's setting",
+) -> None:
+    """kappa and row-norm errors vs d per arm (``arm_of(rows)`` names it), per optimizer."""
     rows = product_rows(tables[name])
     rows = rows.assign(arm=arm_of(rows))
+    if "optimizer" not in rows:  # an experiment of one optimizer: one column, no label
+        rows = rows.assign(optimizer="")
     optimizers = sorted(rows["optimizer"].unique())
     fig, axes = figure(len(optimizers), width=5.5, nrows=2, height=3.8)
     for col, optimizer in enumerate(optimizers):
@@ -197,9 +206,9 @@ def _arms_vs_dim(tables: Tables, png: str, pdf: str, name: str, arm_of) -> None:
             ax.set_xscale("log", base=2)
             ax.set_xlabel("dimension d")
             error_axis(ax)
-            ax.set_title(f"{optimizer}: {component.replace('_', ' ')}")
+            ax.set_title(f"{optimizer}: " * bool(optimizer) + component.replace("_", " "))
         legend_outside(axes[0][col], fontsize=7)
-    fig.suptitle(f"{name}: one line per reading of the paper's setting ({n_label(rows)})")
+    fig.suptitle(f"{name}: {title} ({n_label(rows)})")
     save(fig, png, pdf)
 
 
@@ -218,6 +227,22 @@ def ctrl_target_scale(tables: Tables, png: str, pdf: str) -> None:
     _arms_vs_dim(
         tables, png, pdf, "ctrl_target_scale", lambda r: "row_log_std " + r["row_log_std"].map(str)
     )
+
+
+def _momentum_label(rows: pd.DataFrame) -> pd.Series:
+    nesterov = rows["nesterov"].map({True: ", Nesterov", False: ""})
+    return (
+        "momentum "
+        + rows["momentum"].map("{:g}".format)
+        + nesterov
+        + ", lr "
+        + rows["lr"].map("{:g}".format)
+    )
+
+
+def ctrl_momentum(tables: Tables, png: str, pdf: str) -> None:
+    """Control: SGD with momentum (plain, Nesterov, at the effective step of plain SGD)."""
+    _arms_vs_dim(tables, png, pdf, "ctrl_momentum", _momentum_label, "one line per SGD variant")
 
 
 def _heatmap(

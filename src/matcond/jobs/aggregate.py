@@ -11,9 +11,10 @@ from matcond.trials import trial_paths
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     paths = trial_paths(json.loads(snakemake.params.trials))
-    trials = read_trials(snakemake.input, paths)
+    swept = json.loads(snakemake.params.swept)
+    trials = read_trials(snakemake.input, paths, settings=swept)
     write_parquet(trials, snakemake.output.per_trial)
-    table = aggregate(trials, snakemake.wildcards.experiment, json.loads(snakemake.params.swept))
+    table = aggregate(trials, snakemake.wildcards.experiment, swept)
     write_parquet(table, snakemake.output.parquet)
     table.to_csv(snakemake.output.csv, index=False)
     print(f"{len(paths)} trials -> {len(table)} rows", file=sys.stderr)
