@@ -48,8 +48,45 @@ LONGEST_FIRST = (
 )
 
 
+# What makes a test an end-to-end one (marker `workflow`; `pytest -m "not workflow"` is the
+# fast loop): starting one of these programs or modules. A test not so marked that starts
+# one fails, saying so (:func:`_end_to_end_tests_carry_their_marker`), so the mark stays true.
+END_TO_END = ("snakemake", "mkdocs", "matcond.execution.jobserver", "slurmctld", "sbatch", "pip")
+_RUNNING: list = [None]  # the test being set up, run or torn down (its fixtures' too)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem) -> None:
+    _RUNNING[0] = item
+
+
+_start = subprocess.Popen.__init__
+
+
+def _end_to_end_tests_carry_their_marker(self, args, *rest, **kwargs) -> None:
+    """subprocess.Popen, except that a test without the ``workflow`` marker (or a fixture it
+    sets up) that starts a program of END_TO_END fails, naming the marker."""
+    item = _RUNNING[0]
+    if item is not None and not item.get_closest_marker("workflow"):
+        words = [args] if isinstance(args, (str, os.PathLike)) else list(args)
+        words = [w for arg in words for w in str(arg).split()]
+        if any(Path(w).name in END_TO_END for w in words):
+            raise RuntimeError(
+                f"{item.nodeid} starts {' '.join(words[:4])}: mark it @pytest.mark.workflow "
+                "(an end-to-end test, left out of the fast loop)"
+            )
+    _start(self, args, *rest, **kwargs)
+
+
+subprocess.Popen.__init__ = _end_to_end_tests_carry_their_marker
+
+
 def pytest_collection_modifyitems(items) -> None:
-    """Put the files of LONGEST_FIRST first, in its order; the others keep theirs."""
+    """Mark the tests that use the shared small run ``workflow``; put the files of
+    LONGEST_FIRST first, in its order; the others keep theirs."""
+    for item in items:
+        if "small_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.workflow)
 
     def rank(item) -> int:
         path = item.path.relative_to(REPO / "tests").as_posix()

@@ -89,6 +89,7 @@ def train_in_blocks(settings: list[Trial], size: int, root: Path, seeds=range(4)
     return root
 
 
+@pytest.mark.workflow  # trains every setting of the small config four times: ~20 s
 def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path, monkeypatch):
     """Blocks of 1, 3 and 16 seeds (each trained side by side as one batch: the small config's
     dims are far below matcond.run.BATCH_ELEMENTS), and a block of 16 trained one seed at a

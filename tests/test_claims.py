@@ -478,6 +478,30 @@ def test_the_power_rule_gives_the_trials_at_which_a_right_prediction_decides():
     assert math.isnan(trials_to_decide({**row, "n": 1}))
 
 
+def test_the_one_sided_power_rule_gives_the_trials_at_which_the_interval_clears_the_edge():
+    """A ratio claim with band [1, inf) whose true ratio is 1.3 (medians of lognormal errors):
+    from a 40-trial pilot the rule names n; at that n the interval lies above 1 in most
+    repeats (the rule aims at 0.975), at the pilot's n in few."""
+    rng = np.random.default_rng(5)
+
+    def ratio_row(n: int) -> dict:
+        errors = np.exp(rng.normal(np.log(1.3), 1.0, n))  # the ratio to a baseline of 1
+        measured = float(np.median(errors))
+        low, high = bootstrap_ci([errors], np.median)
+        row = {"n": n, "measured": measured, "ci_low": low, "ci_high": high}
+        return {**row, "band_low": 1.0, "band_high": math.inf}
+
+    pilots = [trials_to_decide(ratio_row(40)) for _ in range(5)]
+    n = int(np.median(pilots))
+    assert 100 < n < 5000
+    clears = sum(ratio_row(n)["ci_low"] > 1.0 for _ in range(40))
+    assert clears >= 30 and sum(ratio_row(40)["ci_low"] > 1.0 for _ in range(40)) <= 15
+    below = {"n": 10, "measured": 0.5, "ci_low": 0.25, "ci_high": 2.0, "band_low": 1.0}
+    below["band_high"] = math.inf  # an estimate below the edge: the upper half faces it
+    assert trials_to_decide(below) == math.ceil(10 * (2 * math.log(4.0) / math.log(2.0)) ** 2)
+    assert math.isnan(trials_to_decide({**below, "measured": 1.0}))
+
+
 def test_the_kappa_error_without_rank_cut_is_the_reviews_float64_reading():
     """A low-rank target's κ is infinite under the rank cut; the derived component counts
     its error at the limit, 1, which is what s_1 / s_min of the same target in float64 (its

@@ -1,4 +1,4 @@
-"""config/claims.yaml against its schema (workflow/schemas/claims.schema.yaml) and the checks
+"""config/claims.yaml against its schema (src/matcond/schemas/claims.schema.yaml) and the checks
 of matcond.claims_check: each mistake is refused, naming the claim and the field."""
 
 import copy

@@ -211,6 +211,7 @@ def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize(
     ("file_config", "cli", "message"),
     [
@@ -260,6 +261,7 @@ def start(workdir: Path, config: dict, *args: str, env: dict | None = None) -> s
     return proc.stdout + proc.stderr
 
 
+@pytest.mark.workflow
 def test_a_dimension_beyond_this_machines_memory_stops_before_any_job(tmp_path):
     """dim 100000 needs ~640 GB per training job: a local run stops at its start, naming the
     key, instead of failing (or swapping) in every job."""
@@ -312,6 +314,7 @@ def test_command_line_values_are_read_as_yaml():
     assert command_line_values(given) == expected
 
 
+@pytest.mark.workflow
 def test_nested_and_boolean_keys_work_from_the_command_line(tmp_path):
     """`--config job_server=false 'defaults={epochs: 2}'` plans trials of 2 epochs (both used
     to be refused: "'false' is not of type 'boolean'", "'2' is not of type 'integer'")."""
@@ -324,6 +327,7 @@ def test_nested_and_boolean_keys_work_from_the_command_line(tmp_path):
     assert "-ep2-" in proc.stdout and "-ep1-" not in proc.stdout
 
 
+@pytest.mark.workflow
 def test_a_report_without_the_runs_config_names_the_command_that_works(tmp_path):
     """After a run with --configfile and --config, `snakemake --report` alone (the paper
     config: thousands of missing files) stops with one line that names the command with the
@@ -354,6 +358,7 @@ def test_a_report_without_the_runs_config_names_the_command_that_works(tmp_path)
     assert report.stat().st_size > 10_000
 
 
+@pytest.mark.workflow
 def test_the_slurm_executor_without_slurm_tools_stops_at_once(tmp_path):
     """--executor slurm where sbatch and squeue are not on PATH: one line before any job,
     instead of waiting forever for the first job's account (PATH holds only bash and which)."""

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from matcond.catalog import FIGURES, config_notes
 from matcond.config import validate_config
+
+pytestmark = pytest.mark.workflow  # every test starts Snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -199,6 +199,7 @@ def test_a_killed_holder_releases_its_gpu(tmp_path: Path) -> None:
         assert device == torch.device("cuda", 0)
 
 
+@pytest.mark.workflow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_a_cuda_run_without_a_gpu_stops_before_any_job(tmp_path: Path) -> None:
     """A local run with device cuda where torch sees no GPU: one line, the training jobs' own

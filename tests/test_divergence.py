@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,6 +20,7 @@ CONFIG = {
 }
 
 
+@pytest.mark.workflow
 def test_divergence_is_counted_and_the_run_completes(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(CONFIG))
     cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--configfile"]

@@ -24,10 +24,12 @@ import pytest
 import yaml
 from packaging.version import Version
 
+pytestmark = pytest.mark.workflow  # the site build and the README commands
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 BIN = Path(sys.executable).parent
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = REPO / "src" / "matcond" / "schemas" / "config.schema.yaml"
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 MARK = re.compile(r"^<!-- not run in tests: (\S.*?) -->$")
 PLACEHOLDER = "<name>"  # the reference's name for a key the user chooses (docs/hooks)
@@ -203,12 +205,14 @@ def check_venv(args: list[str], tmp_path: Path, line: str, request) -> None:
 
 
 def check_pip(args: list[str], tmp_path: Path, line: str, request) -> None:
-    """``pip install -q -e .``: this repository's package is installed in place (first, so
-    that an unsupported Python is named before any pin fails: tests/test_environment.py).
+    """``pip install -q --no-deps -e .``: this repository's package is installed in place
+    (first, so that an unsupported Python is named before any pin fails:
+    tests/test_environment.py; without its dependencies, which the pins of the next command
+    install: pyproject.toml's ranges would take the newest torch, a CUDA build of gigabytes).
     ``pip install -q -r FILE``: the file exists and this environment, made by that command,
     has every pin of it (installing again would download)."""
     assert args[:3] == [".venv/bin/pip", "install", "-q"], args
-    if args[3:] == ["-e", "."]:
+    if args[3:] == ["--no-deps", "-e", "."]:
         import matcond
 
         assert Path(matcond.__file__).is_relative_to(REPO / "src")

@@ -32,6 +32,7 @@ def test_plots_depend_on_every_figure_module():
     assert {"figures/__init__.py", "catalog.py", "stats.py"} <= deps
 
 
+@pytest.mark.workflow  # a Python per job module, importing it under a tracer: ~60 s in all
 @pytest.mark.parametrize("script", JOBS, ids=lambda p: p.name)
 def test_every_module_a_script_loads_is_in_its_fingerprint(script):
     """What the script's imports really load (in a fresh interpreter) is covered by the

@@ -42,6 +42,8 @@ from matcond.execution.jobserver import (
 )
 from matcond.trials import Block, Trial
 
+pytestmark = pytest.mark.workflow  # a job server for the module; runs through it
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -26,7 +26,10 @@ def merged(values: np.ndarray, probs: np.ndarray) -> dict[float, float]:
     return out
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize(
+    "n",
+    [2, 3, 4, 5, 6, pytest.param(7, marks=pytest.mark.workflow)],  # 7^7 resamples: slow
+)
 @pytest.mark.parametrize("ties", [False, True])
 def test_distribution_is_that_of_every_resample(n, ties):
     x = np.random.default_rng(n).lognormal(size=n)

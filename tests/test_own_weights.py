@@ -291,6 +291,7 @@ def write_config(workdir: Path, checkpoints: dict[str, str], **extra) -> None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
+@pytest.mark.workflow
 def test_rule_end_to_end(state_dict, tmp_path):
     """Also: the config's checkpoint_max_elements reaches the job (fc1 is 16 x 64 = 1024)."""
     save(state_dict, tmp_path / "net.safetensors", "safetensors")
@@ -320,6 +321,7 @@ def test_rule_end_to_end(state_dict, tmp_path):
         assert pd.read_parquet(out / f"{name}_errors.parquet").empty  # one checkpoint
 
 
+@pytest.mark.workflow
 def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp_path):
     """A Hugging Face folder of two shards and a folder of two checkpoints: the table of each;
     rewriting one shard reruns that analysis only."""
@@ -375,6 +377,7 @@ def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp
     assert re.findall(r"wildcards: name=(\w+)", dry.stdout) == ["hf"]
 
 
+@pytest.mark.workflow
 def test_rule_fails_early_on_a_missing_path_or_an_empty_file(tmp_path):
     (tmp_path / "empty.pt").write_bytes(b"")
     write_config(tmp_path, {"mine": "weights/absent.safetensors", "empty": "empty.pt"})
@@ -386,6 +389,7 @@ def test_rule_fails_early_on_a_missing_path_or_an_empty_file(tmp_path):
     assert not (tmp_path / "results").exists()  # no job ran
 
 
+@pytest.mark.workflow
 def test_rule_refuses_a_code_running_pickle(tmp_path):
     marker = tmp_path / "pwned"
     torch.save({"fc.weight": torch.eye(2), "hook": Payload(marker)}, tmp_path / "evil.pt")

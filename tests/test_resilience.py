@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.workflow  # runs interrupted, damaged and rerun, end to end
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 JOB_SCRIPT = str(REPO / "scripts" / "job.py")  # every job's client (workflow/rules/common.smk)

@@ -101,6 +101,7 @@ def test_an_output_that_is_a_fifo_is_set_aside_not_read(tmp_path):
     )
 
 
+@pytest.mark.workflow
 def test_a_missing_claims_file_stops_the_run_before_any_job(tmp_path):
     """The workflow's own config/claims.yaml deleted (in a copy of the repository)."""
     copy = tmp_path / "repo"

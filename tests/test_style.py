@@ -16,7 +16,7 @@ BIN = Path(sys.executable).parent
         ["ruff", "check", "."],
         ["ruff", "format", "--check", "."],
         ["snakefmt", "--check", "Snakefile", "workflow"],
-        ["snakemake", "--lint"],
+        pytest.param(["snakemake", "--lint"], marks=pytest.mark.workflow),
     ],
     ids=lambda c: " ".join(c[:2]),
 )

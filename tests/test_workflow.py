@@ -20,6 +20,8 @@ from matcond.claims import CLAIM_COLUMNS, VERDICTS
 from matcond.config import validate_config
 from matcond.trials import all_trials, blocks_of
 
+pytestmark = pytest.mark.workflow  # the whole small config runs (and reruns) end to end
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TRIAL_COLUMNS = [
@@ -474,8 +476,7 @@ def test_a_job_module_edit_reruns_exactly_its_rules_jobs(finished, small_config,
     """matcond/jobs/plot.py gains a comment: the plot jobs rerun, nothing else. The edit is
     made in a copy of the package that the dry run imports (PYTHONPATH), so that tests running
     beside this one (pytest-xdist) never see it."""
-    shutil.copytree(REPO / "src", tmp_path / "src")
-    (tmp_path / "workflow").symlink_to(REPO / "workflow")  # the schemas, beside the package
+    shutil.copytree(REPO / "src", tmp_path / "src")  # the schemas come with the package
     with open(tmp_path / "src" / "matcond" / "jobs" / "plot.py", "a") as script:
         script.write("# an edit\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}

@@ -1,5 +1,5 @@
 """MkDocs hook: the page ``config-reference.md``, rendered at build time from the config's
-JSON schema (``workflow/schemas/config.schema.yaml``), so that it cannot drift from it.
+JSON schema (``src/matcond/schemas/config.schema.yaml``), so that it cannot drift from it.
 
 Every key gets a row: its dotted name (``gauss_newton.sweeps.fig2_depth.depths``; the entries
 of a mapping whose keys you choose, such as ``experiments``, as ``<name>``), its type and
@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from mkdocs.structure.files import File, Files
 
-SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
+SCHEMA = Path("src") / "matcond" / "schemas" / "config.schema.yaml"
 PAGE = "config-reference.md"
 PLACEHOLDER = "<name>"  # a key of a mapping whose keys the user chooses
 
@@ -144,7 +144,7 @@ def render(schema: dict) -> str:
     lines = [
         "# Configuration reference",
         "",
-        "Generated from `workflow/schemas/config.schema.yaml` each time the docs are built:",
+        "Generated from `src/matcond/schemas/config.schema.yaml` each time the docs are built:",
         "every key of a config file, its type, its default (what a config that leaves it out",
         "gets) and what it does. Nested keys are written with dots (`defaults.lr` is `lr:`",
         f"under `defaults:`); `{PLACEHOLDER}` stands for a name you choose (an experiment,",

@@ -176,8 +176,7 @@ FIGURES = {
         "Controls (the review's and ours)",
         "SGD with momentum 0.9, plain and Nesterov, at the paper's lr 0.01 and at lr 0.001 "
         "(the effective step lr / (1 - momentum) of plain SGD), against plain SGD, over d: does "
-        "the condition-number error still exceed the row-norm error (claims "
-        "ctrl_momentum_kappa_exceeds_norms_*)? " + STATISTICS,
+        "the condition-number error still exceed the row-norm error? " + STATISTICS,
         module="controls",
     ),
     "readings": Figure(

@@ -1,7 +1,7 @@
 """The paper's quantitative claims checked against the trials, each with a bootstrap interval.
 
 Claims are data (config/claims.yaml, checked before any job by :mod:`matcond.claims_check`
-against workflow/schemas/claims.schema.yaml). Each names an experiment (``table``) and reads its
+against src/matcond/schemas/claims.schema.yaml). Each names an experiment (``table``) and reads its
 per-trial table (``results/per_trial/{experiment}.parquet``, one row per trial, matrix,
 recorded epoch and component). An *arm* is one value per trial: the rows matching a filter
 (setting values, ``component``, ``matrix`` — ``product`` unless given) at one epoch (the
@@ -507,13 +507,27 @@ def trials_to_decide(row: dict) -> float:
     of trials at which the row's 95 % interval would be half as wide as its band, its width
     falling like 1/sqrt(n) from this run's (on the log scale where interval and band are
     positive, as for a ratio; else linear, as for a correlation). At that n a prediction that
-    is exactly right gives an interval inside the band with probability about 0.95. NaN where
-    the interval is not finite or the row has fewer than 2 trials."""
+    is exactly right gives an interval inside the band with probability about 0.95. For a
+    one-sided band (an edge at infinity): the n at which the interval's half on the edge's
+    side is half the distance from the estimate to the edge, so that an interval around an
+    estimate as far from the edge as this run's clears the edge with probability about 0.975.
+    NaN where the interval is not finite, the estimate sits on the edge, or the row has fewer
+    than 2 trials."""
     low, high, band_low, band_high = (
         row[k] for k in ("ci_low", "ci_high", "band_low", "band_high")
     )
-    values = np.array([low, high, band_low, band_high], dtype=float)
-    if not (np.isfinite(values).all() and row["n"] >= 2 and band_high > band_low):
+    measured = row.get("measured", math.nan)
+    if not (math.isfinite(low) and math.isfinite(high) and row["n"] >= 2):
+        return math.nan
+    if math.isinf(band_low) != math.isinf(band_high):  # one-sided: [edge, inf) or (-inf, edge]
+        edge = band_low if math.isfinite(band_low) else band_high
+        if not math.isfinite(measured) or measured == edge:
+            return math.nan
+        scale = math.log if low > 0 and edge > 0 else (lambda x: x)
+        side = scale(measured) - scale(low) if measured > edge else scale(high) - scale(measured)
+        gap = abs(scale(measured) - scale(edge))
+        return float(math.ceil(row["n"] * (2 * side / gap) ** 2))
+    if not (math.isfinite(band_low) and math.isfinite(band_high) and band_high > band_low):
         return math.nan
     if low > 0 and band_low > 0:
         width, band = math.log(high / low), math.log(band_high / band_low)

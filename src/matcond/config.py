@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, validators
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(ValueError):

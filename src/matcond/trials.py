@@ -31,7 +31,7 @@ def check_settings(settings: dict[str, dict]) -> None:
     no part of a trial: its path and stored spec are those of a trial from before the
     setting existed)."""
     for name, prop in settings.items():
-        where = f"workflow/schemas/config.schema.yaml: $defs/settings/properties/{name}"
+        where = f"src/matcond/schemas/config.schema.yaml: $defs/settings/properties/{name}"
         if "default" not in prop:
             raise ValueError(f"{where} has no default")
         path = prop.get("x-path")

@@ -92,6 +92,7 @@ def test_an_unknown_data_set_is_named(tmp_path):
         validate_config(config({}, datasets=("digits", "mnist")))
 
 
+@pytest.mark.workflow
 def test_a_changed_file_reruns_its_sweep_only(tmp_path):
     path = write_data(tmp_path / "mine.npz")
     cfg = config({"mine": "mine.npz"})

@@ -42,6 +42,8 @@ from matcond.gn_experiments.sweeps import (
     run_sweep,
 )
 
+pytestmark = pytest.mark.workflow  # the Gauss-Newton rules end to end
+
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 EXP7_SETTINGS = {

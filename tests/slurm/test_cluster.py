@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from slurmcluster import SlurmCluster, pid_alive
+
+pytestmark = pytest.mark.workflow  # a SLURM test cluster
 
 
 def test_cluster_is_up(slurm_cluster: SlurmCluster) -> None:

@@ -33,6 +33,8 @@ from slurmcluster import SlurmCluster
 
 from matcond.execution.jobserver import SERVED_BY
 
+pytestmark = pytest.mark.workflow  # the workflow on a SLURM test cluster
+
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 PROFILE = REPO / "profiles" / "slurm"

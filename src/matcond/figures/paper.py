@@ -28,6 +28,7 @@ from matcond.figures.style import (
     paper_rows,
     product_rows,
     save,
+    sparse_log_labels,
 )
 from matcond.selection import arm
 
@@ -133,6 +134,7 @@ def fig3_gradient(tables: Tables, png: str, pdf: str) -> None:
     right.loglog(kappa, ratio, "o", color="C0")
     span = np.array([kappa.min(), kappa.max()])
     right.loglog(span, span, "k--", lw=0.8, label="ratio = target kappa")
+    sparse_log_labels(right.xaxis, right.yaxis)
     for _, claim in paper_rows(tables, ["exp3_gradient"]).iterrows():  # the paper's 10-100x
         label = f"paper: {claim['low']:g}-{claim['high']:g}x"
         right.axhspan(claim["low"], claim["high"], color="grey", alpha=0.2, label=label)

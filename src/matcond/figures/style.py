@@ -96,14 +96,22 @@ def n_label(rows: pd.DataFrame) -> str:
 class _SparseMinorLabels(matplotlib.ticker.LogFormatterSciNotation):
     """Matplotlib's minor labels of a log axis (it shows them where the axis spans a few
     decades at most), kept at 2 and 5 x 10^k where it spans more than one: 3, 4, 6 x 10^k
-    crowd each other there. Within one decade every minor label stays (no major one shows)."""
+    crowd each other there. Within one decade every minor label stays (no major one shows),
+    written plainly (16, not 1.6 x 10^1: four of those side by side overlap)."""
 
     def __call__(self, value, pos=None):
         low, high = sorted(self.axis.get_view_interval())
         mantissa = value / 10 ** np.floor(np.log10(value))
-        if high > 10 * low and round(mantissa) not in (2, 5):
-            return ""
-        return super().__call__(value, pos)
+        if high > 10 * low:
+            return super().__call__(value, pos) if round(mantissa) in (2, 5) else ""
+        return f"{value:.3g}"
+
+
+def sparse_log_labels(*axes) -> None:
+    """Give log axes (``ax.xaxis``, ``ax.yaxis``) the minor labels of
+    :class:`_SparseMinorLabels`."""
+    for axis in axes:
+        axis.set_minor_formatter(_SparseMinorLabels())
 
 
 def _drawn_y(ax) -> np.ndarray:
@@ -129,7 +137,7 @@ def error_axis(ax, label: str = ERROR_LABEL) -> None:
             ax.set_ylim(bottom=0)
         else:
             ax.set_yscale("log")
-            ax.yaxis.set_minor_formatter(_SparseMinorLabels())
+            sparse_log_labels(ax.yaxis)
     elif not (values < 0).any():
         top = values.max(initial=0.0)
         ax.set_ylim(0, 1.1 * top if top > 0 else None)
