@@ -260,6 +260,11 @@ def test_damaged_files_are_set_aside_and_rebuilt(reference, tmp_path):
     dry = snakemake(workdir, "-n")  # names them, moves nothing, says how to see the rebuild
     for path in damaged:
         assert f"Note: {path.relative_to(workdir)} is damaged" in dry and path.exists()
+    for query in (["--summary"], ["--list-changes", "params"]):  # queries move nothing either
+        shown = snakemake(workdir, *query)
+        assert f"Note: {truncated.relative_to(workdir)} is damaged" in shown
+        assert all(path.exists() for path in damaged)
+        assert not (results / "damaged").exists()
     files = dry.split("to see it, add --forcerun ")[1].split(" to this command")[0].split()
     forced = snakemake(workdir, "-n", "--forcerun", *files)
     assert "Nothing to be done" not in forced

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from matcond.config import ConfigError, load_yaml
-from matcond.damage import damaged_files
+from matcond.damage import damaged_files, query_only
 from matcond.files import file_kind
 from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, sources
 
@@ -120,3 +120,12 @@ def test_a_missing_claims_file_stops_the_run_before_any_job(tmp_path):
     assert "config/claims.yaml does not exist" in proc.stdout + proc.stderr
     assert "Invalid claims: " in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_query_commands_are_told_apart_from_runs():
+    """matcond.damage.query_only: the commands that must not move damaged files."""
+    snakemake = "/venv/bin/snakemake"
+    for query in (["--summary"], ["-S"], ["--list-changes", "params"], ["--report=r.html"]):
+        assert query_only([snakemake, "--cores", "2", *query])
+    for run in (["--cores", "2"], ["--cores", "2", "results/claims.csv"], ["-n"], []):
+        assert not query_only([snakemake, *run])

@@ -32,6 +32,24 @@ from matcond.files import (
     table_identity,
 )
 
+# Snakemake options that show something (a summary, a list, a graph, the report, a lint) or
+# tidy its own records, and run no job: with one of them damaged files are named, never moved.
+QUERY_OPTIONS = frozenset(
+    {
+        *("--summary", "-S", "--detailed-summary", "-D"),
+        *("--list-rules", "--list", "-l", "--list-target-rules", "--lt"),
+        *("--list-changes", "--list-input-changes", "--li", "--list-params-changes", "--lp"),
+        *("--list-untracked", "--lu", "--dag", "--rulegraph", "--filegraph", "--d3dag"),
+        *("--report", "--lint", "--containerize", "--export-cwl", "--archive"),
+        *("--print-compilation", "--unlock", "--cleanup-metadata", "--cleanup-shadow"),
+    }
+)
+
+
+def query_only(argv: Iterable[str]) -> bool:
+    """Whether a Snakemake command line (``sys.argv``) only queries: one of QUERY_OPTIONS."""
+    return any(arg.split("=", 1)[0] in QUERY_OPTIONS for arg in list(argv)[1:])
+
 
 def settings_problem(path: Path, settings_json: str) -> str | None:
     """What is wrong with a table that stores the settings it was computed with (footer,

@@ -34,7 +34,7 @@ from matcond.config import (
     load_yaml,
     validate_config,
 )
-from matcond.damage import damaged_files, set_aside
+from matcond.damage import damaged_files, query_only, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
@@ -661,8 +661,9 @@ def set_aside_damaged_outputs():
     """Move damaged outputs (truncated, altered, holding another trial, or computed with
     settings that no longer match the config; a block's manifest with a trial file missing;
     matcond.damage.damaged_files) to
-    results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and
-    --lint only name them."""
+    results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and a
+    query (--summary, --list-changes, --report, --lint, ...: matcond.damage.query_only) only
+    name them."""
     if not workflow.is_main_process:
         return
     blocks = {path: block.request(WEIGHTS_SAVED) for path, block in BLOCKS.items()}
@@ -676,8 +677,12 @@ def set_aside_damaged_outputs():
     for part, part_trials in GN_TRIALS.items():
         for t in part_trials:
             settings[f"results/gn/{part}/{t.path}.parquet"] = GN_TRIAL_SETTINGS[part]
-    # a dry run, or --lint (the only command that parses without checking env vars)
-    inspect_only = workflow.output_settings.dryrun or not workflow.check_envvars
+    # a dry run, --lint (it parses without checking env vars) or another query
+    inspect_only = (
+        workflow.output_settings.dryrun
+        or not workflow.check_envvars
+        or query_only(sys.argv)
+    )
     damaged = damaged_files(Path("results"), blocks, outputs, settings)
     for path, problem in damaged.items():
         remedy = (
