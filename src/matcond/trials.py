@@ -78,9 +78,6 @@ PATH_PARTS = [
 NEUTRAL = {
     n: p["x-path"]["neutral"] for n, p in SETTINGS.items() if "neutral" in (p["x-path"] or {})
 }
-# Settings that change how a trial is analysed or stopped, not its path: they reach the job
-# through its params (a change reruns it in place), so experiments sharing a trial agree on them.
-UNPATHED = tuple(n for n, p in SETTINGS.items() if p["x-path"] is False)
 
 
 def setting(spec: dict[str, Any], name: str) -> Any:
