@@ -1,10 +1,11 @@
-"""Seeds trained side by side (matcond.run.run_trials) against one at a time, per trial.
+"""Seeds trained side by side (matcond.condition_number.run.run_trials) against one at a time, per
+trial.
 
 For each setting (the paper config's defaults with the dim, model and recording changed) it
 trains the same seeds in batches of 1, 4, 16 and 64 in one process with one torch thread, as a
 training job does, and prints the seconds per trial and the speed-up over batches of one. The
 trials' tables and weights are the same bytes in every batch (tests/test_blocks.py); this
-measures only what batching buys, to choose matcond.run.BATCH_ELEMENTS.
+measures only what batching buys, to choose matcond.condition_number.run.BATCH_ELEMENTS.
 
 Run: python benchmarks/batch_bench.py [--seeds 64] [--epochs 200] [--device cpu]
 """
@@ -19,9 +20,9 @@ from pathlib import Path
 import torch
 import yaml
 
-from matcond.config import validate_config
-from matcond.run import run_trials
-from matcond.trials import all_trials
+from matcond.condition_number.run import run_trials
+from matcond.pipeline.config import validate_config
+from matcond.pipeline.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = [

@@ -1,11 +1,12 @@
-"""Benchmark: the bootstrap of many groups in blocks (matcond.stats) vs all groups in one call.
+"""Benchmark: the bootstrap of many groups in blocks (matcond.stats.summary) vs all groups in one
+call.
 
 An aggregation of a trial table recorded every epoch bootstraps tens of thousands of groups of
-one size (ctrl_spectral_reg: 31356 groups of 10 seeds); :func:`matcond.stats.bootstrap_ci`
+one size (ctrl_spectral_reg: 31356 groups of 10 seeds); :func:`matcond.stats.summary.bootstrap_ci`
 hands scipy ``GROUPS_PER_CALL`` groups at a time in batches of ``VALUES_PER_BATCH`` values.
 This times the mean's intervals of log-normal groups both ways, in one process, and checks
 that they are bit-identical; then the median's exact intervals
-(matcond.median_bootstrap.median_ci, what the aggregations use) against scipy's Monte Carlo
+(matcond.stats.median_bootstrap.median_ci, what the aggregations use) against scipy's Monte Carlo
 ones, with how often the two give the same endpoints.
 
     python benchmarks/bootstrap_bench.py                 # 31356 groups of 10 (~2.5 min)
@@ -20,8 +21,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from matcond import stats
-from matcond.median_bootstrap import median_ci
+from matcond.stats import summary as stats
+from matcond.stats.median_bootstrap import median_ci
 
 
 def timed_intervals(samples: np.ndarray, statistic, groups_per_call: int, values_per_batch: int):

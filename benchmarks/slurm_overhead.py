@@ -21,7 +21,7 @@ wall time, the SLURM span of the trials (first submission to last end), and per 
 - job seconds: ``sacct`` ElapsedRaw of the trial jobs, summed and divided by the trials;
 - CPU seconds: the same weighted by AllocCPUS (a group job holds 2 CPUs);
 - compute: the in-process ``compute_seconds=`` (over its ``trials=``) that
-  matcond.run.run_block_job logs into ``results/logs/train/<block>.log``;
+  matcond.condition_number.run.run_block_job logs into ``results/logs/train/<block>.log``;
 - overhead = job (or CPU) seconds - compute: Snakemake's start and DAG in the job, ``srun``,
   the Python start and imports (mostly ``import torch``: ~4 s of a ~4.3 s job locally).
 

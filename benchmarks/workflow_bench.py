@@ -5,8 +5,8 @@ Runs `snakemake` on a config in fresh working directories, once with the job ser
 imported torch, pandas, matplotlib and the job modules) and once without (every job starts
 Python and imports what it needs), then reads
 every training job's benchmark file (a block of seeds: wall seconds, the in-process compute
-seconds summed over its trials and peak RSS, written by matcond.run.run_block_job), and prints
-per mode:
+seconds summed over its trials and peak RSS, written by matcond.condition_number.run.run_block_job),
+and prints per mode:
 - the workflow's wall time and its job count;
 - per training job: wall, compute, overhead = wall - compute (interpreter start, imports,
   Snakemake's script preamble, writing outputs), as medians and totals;
@@ -53,7 +53,8 @@ def run_workflow(workdir: Path, config: dict, cores: int) -> float:
 
 def training_jobs(workdir: Path) -> pd.DataFrame:
     """One row per training job (a block): dim, wall seconds, compute seconds, peak RSS
-    (MB), from the benchmark each training job writes (matcond.run.write_benchmark)."""
+    (MB), from the benchmark each training job writes
+    (matcond.condition_number.run.write_benchmark)."""
     rows = []
     for bench in (workdir / "results" / "benchmarks" / "train").rglob("*.tsv"):
         record = pd.read_csv(bench, sep="\t").iloc[0]

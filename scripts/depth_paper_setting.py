@@ -1,7 +1,7 @@
 """Which init scale and training length would give the condition-number paper's deep-linear
 κ errors (0.24, 653 and 13,167 for L = 1, 2, 3 at d = 64, §4.7)? The depth formula's mean
-dynamics (matcond.depth_theory) predicts each trial's κ error without training; the setting
-whose predicted means are closest to the paper's is then trained once, on other seeds (the
+dynamics (matcond.condition_number.depth_theory) predicts each trial's κ error without training; the
+setting whose predicted means are closest to the paper's is then trained once, on other seeds (the
 closest of a noisy grid flatters its own seeds), through the workflow's own training code.
 
     python scripts/depth_paper_setting.py [--seeds 40]
@@ -15,9 +15,9 @@ import math
 import numpy as np
 import torch
 
-from matcond.config import validate_config
-from matcond.depth_theory import predicted_kappa_errors
-from matcond.run import run_trials
+from matcond.condition_number.depth_theory import predicted_kappa_errors
+from matcond.condition_number.run import run_trials
+from matcond.pipeline.config import validate_config
 
 PAPER = {1: 0.24, 2: 653.0, 3: 13167.0}  # the paper's means (its Table/Fig. 7, §4.7)
 DIM = 64

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_limits
 
-from matcond.config import validate_config
 from matcond.execution.jobserver import SERVER_THREADS
+from matcond.pipeline.config import validate_config
 
 # Under pytest-xdist every worker, and every process a test starts (Snakemake, its jobs), runs
 # BLAS and OpenMP on one thread: left alone, each worker's OpenBLAS and torch start a thread

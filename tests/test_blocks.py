@@ -1,5 +1,6 @@
-"""Training in blocks of seeds (matcond.trials.Block, matcond.run.run_block_job): how seeds
-are cut into blocks, and that a trial's files never depend on the block it ran in."""
+"""Training in blocks of seeds (matcond.pipeline.trials.Block,
+matcond.condition_number.run.run_block_job): how seeds are cut into blocks, and that a trial's files
+never depend on the block it ran in."""
 
 import json
 from pathlib import Path
@@ -7,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond import run
-from matcond.config import validate_config
-from matcond.files import read_manifest
-from matcond.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
+from matcond.condition_number import run
+from matcond.pipeline.config import validate_config
+from matcond.pipeline.files import read_manifest
+from matcond.pipeline.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,8 +93,8 @@ def train_in_blocks(settings: list[Trial], size: int, root: Path, seeds=range(4)
 @pytest.mark.workflow  # trains every setting of the small config four times: ~20 s
 def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path, monkeypatch):
     """Blocks of 1, 3 and 16 seeds (each trained side by side as one batch: the small config's
-    dims are far below matcond.run.BATCH_ELEMENTS), and a block of 16 trained one seed at a
-    time ("16/1")."""
+    dims are far below matcond.condition_number.run.BATCH_ELEMENTS), and a block of 16 trained one
+    seed at a time ("16/1")."""
     settings = distinct_settings()
     assert len(settings) >= 15  # every model, optimizer and strategy of the small config
     roots = {size: train_in_blocks(settings, size, tmp_path / f"b{size}") for size in (1, 3, 16)}

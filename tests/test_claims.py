@@ -9,7 +9,18 @@ import pandas as pd
 import pytest
 import yaml
 
-from matcond.claims import (
+from matcond.claims.arms import falling_share, kappa_error_without_rank_cut
+from matcond.claims.check import (
+    GN_PAPER,
+    OWN,
+    PAPER,
+    claim_source,
+    pool_mismatches,
+    settings_differences,
+    table_settings,
+    validate_claims,
+)
+from matcond.claims.evaluate import (
     CLAIM_COLUMNS,
     as_theory_ratio,
     band,
@@ -22,21 +33,15 @@ from matcond.claims import (
     trials_to_decide,
     verdict,
 )
-from matcond.claims_check import (
-    GN_PAPER,
-    OWN,
-    PAPER,
-    claim_source,
-    pool_mismatches,
-    settings_differences,
-    table_settings,
-    validate_claims,
+from matcond.claims.readings import (
+    calibrate,
+    evaluate_readings,
+    readings_scorecard,
+    readings_summary,
 )
-from matcond.config import ConfigError, validate_config
-from matcond.readings import calibrate, evaluate_readings, readings_scorecard, readings_summary
-from matcond.selection import falling_share, kappa_error_without_rank_cut
-from matcond.stats import bootstrap_ci
-from matcond.trials import all_trials
+from matcond.pipeline.config import ConfigError, validate_config
+from matcond.pipeline.trials import all_trials
+from matcond.stats.summary import bootstrap_ci
 
 SEEDS = 12
 REPO = Path(__file__).resolve().parents[1]

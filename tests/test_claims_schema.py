@@ -1,5 +1,5 @@
 """config/claims.yaml against its schema (src/matcond/schemas/claims.schema.yaml) and the checks
-of matcond.claims_check: each mistake is refused, naming the claim and the field."""
+of matcond.claims.check: each mistake is refused, naming the claim and the field."""
 
 import copy
 import math
@@ -11,13 +11,13 @@ import pytest
 import torch
 import yaml
 
-from matcond.claims import DEFAULT_THRESHOLD, REDUCE
-from matcond.claims_check import DERIVED, load_schema, validate_claims
-from matcond.config import ConfigError
-from matcond.run import RESULT_COLUMNS, run_trial
-from matcond.selection import DERIVED as SELECTION_DERIVED
-from matcond.stats import STATISTICS
-from matcond.theory import PREDICTED
+from matcond.claims.arms import DERIVED as SELECTION_DERIVED
+from matcond.claims.check import DERIVED, load_schema, validate_claims
+from matcond.claims.evaluate import DEFAULT_THRESHOLD, REDUCE
+from matcond.condition_number.run import RESULT_COLUMNS, run_trial
+from matcond.condition_number.theory import PREDICTED
+from matcond.pipeline.config import ConfigError
+from matcond.stats.summary import STATISTICS
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
@@ -329,7 +329,7 @@ def test_every_component_a_trial_records_is_known(spec):
 def test_the_check_imports_nothing_heavy():
     """The Snakefile calls it at parse time."""
     code = (
-        "import sys, matcond.claims_check; "
+        "import sys, matcond.claims.check; "
         "print([m for m in ('numpy', 'pandas', 'scipy', 'torch') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from matcond.components import compare, component_names, relative_error, singular_values
+from matcond.condition_number.components import (
+    compare,
+    component_names,
+    relative_error,
+    singular_values,
+)
 
 THRESHOLDS = (0.001, 0.01, 0.1)
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.config import (
+from matcond.own_weights.load import check_checkpoint_paths
+from matcond.pipeline.config import (
     ConfigError,
     check_results_dir,
     command_line_values,
     load_yaml,
     validate_config,
 )
-from matcond.own_weights.load import check_checkpoint_paths
-from matcond.trials import all_trials
+from matcond.pipeline.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -282,7 +282,7 @@ def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(text)
     code = (
-        "import sys; from matcond.config import ConfigError, load_yaml, validate_config\n"
+        "import sys; from matcond.pipeline.config import ConfigError, load_yaml, validate_config\n"
         f"try: validate_config(load_yaml({str(path)!r}))\n"
         "except ConfigError as err: print(err)\n"
     )
@@ -295,7 +295,7 @@ def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
 def test_a_config_above_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
     """A YAML file of more than MAX_YAML_BYTES (1 MiB; the paper's config is 12 KB) is named
     with its size; it is not parsed (a parser that ran would fail on this content)."""
-    from matcond.config import MAX_YAML_BYTES
+    from matcond.pipeline.config import MAX_YAML_BYTES
 
     big = tmp_path / "big.yaml"
     big.write_text("{unclosed: [" + "x" * MAX_YAML_BYTES)

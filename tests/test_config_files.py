@@ -1,5 +1,5 @@
 """Which config runs: the paper config without --configfile, exactly the given files with it;
-start-up notes on what a config leaves out (matcond.catalog.config_notes)."""
+start-up notes on what a config leaves out (matcond.figures.captions.config_notes)."""
 
 import re
 import subprocess
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.catalog import FIGURES, config_notes
-from matcond.config import validate_config
+from matcond.figures.captions import config_notes
+from matcond.figures.catalog import FIGURES
+from matcond.pipeline.config import validate_config
 
 pytestmark = pytest.mark.workflow  # every test starts Snakemake
 

@@ -1,5 +1,5 @@
-"""The function-space flow of deep linear nets (matcond.depth_theory) against independent
-references: autograd's layer gradients, the GN library's Kronecker form and the dense GN
+"""The function-space flow of deep linear nets (matcond.condition_number.depth_theory) against
+independent references: autograd's layer gradients, the GN library's Kronecker form and the dense GN
 matrix of the network's Jacobian, and gradient descent simulated layer by layer."""
 
 from itertools import pairwise
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from matcond.depth_theory import (
+from matcond.condition_number.depth_theory import (
     _kronecker_sum_parts,
     bottom_overlap,
     flow,
@@ -20,9 +20,9 @@ from matcond.depth_theory import (
     prediction_rows,
     summary_table,
 )
+from matcond.condition_number.run import run_trial
 from matcond.gauss_newton import LinearNet, linear_gn_matrix, reference_gn_matrix
 from matcond.gauss_newton.kronecker import KroneckerSum
-from matcond.run import run_trial
 
 WIDTHS = [[3, 5, 4], [4, 2, 6, 3], [3, 4, 5, 2, 4], [5, 5, 5, 5]]  # d = a_0, ..., k = a_L
 
@@ -271,8 +271,9 @@ def test_the_summary_ratio_is_the_ratio_of_the_medians_over_the_undiverged_trial
 
 
 def test_the_noise_floor_is_the_one_matrix_theory_s_label_noise(spec):
-    """(c) is (m) plus i.i.d. entries of the label-noise std of matcond.theory.noise_model (no
-    init part): without label noise (c) is (m); with it, the added entries' std is that one."""
+    """(c) is (m) plus i.i.d. entries of the label-noise std of
+    matcond.condition_number.theory.noise_model (no init part): without label noise (c) is (m); with
+    it, the added entries' std is that one."""
     quiet, _, weights = deep_linear_trial(spec, depth=2, init_scale=0.35, noise_std=0.0)
     rows = prediction_rows(weights, quiet, 0.1).set_index(["matrix", "component"])["trained"]
     assert rows["predicted_noise"].equals(rows["predicted_flow"])

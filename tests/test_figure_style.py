@@ -11,7 +11,7 @@ import pytest
 import yaml
 from matplotlib.collections import PathCollection
 
-from matcond.claims_check import paper_values
+from matcond.claims.check import paper_values
 from matcond.figures.style import (
     MIN_INTERVAL_N,
     OURS_BAND_LABEL,
@@ -23,8 +23,8 @@ from matcond.figures.style import (
     median_line,
     paper_rows,
 )
-from matcond.heavy_tail import sampling_band
 from matcond.jobs.plot import with_sampling_bands
+from matcond.stats.heavy_tail import sampling_band
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())

@@ -1,4 +1,5 @@
-"""Damage to the workflow's files is detected, named, and never read as data (matcond.files)."""
+"""Damage to the workflow's files is detected, named, and never read as data
+(matcond.pipeline.files)."""
 
 import json
 import os
@@ -12,8 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from matcond.damage import damaged_files, file_problem, set_aside
-from matcond.files import (
+from matcond.condition_number.run import write_table, write_weights
+from matcond.pipeline.damage import damaged_files, file_problem, set_aside
+from matcond.pipeline.files import (
     SETTINGS_KEY,
     DamagedFileError,
     file_record,
@@ -24,8 +26,7 @@ from matcond.files import (
     write_manifest,
     write_parquet,
 )
-from matcond.run import write_table, write_weights
-from matcond.trials import Block, Trial, canonical
+from matcond.pipeline.trials import Block, Trial, canonical
 
 
 def trial_of(spec: dict) -> Trial:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from matcond.claims import evaluate
-from matcond.heavy_tail import (
+from matcond.claims.evaluate import evaluate
+from matcond.stats.heavy_tail import (
     ALPHA,
     THRESHOLD,
     hill,

@@ -40,7 +40,7 @@ from matcond.execution.jobserver import (
     prepare,
     slurm_group_jobs,
 )
-from matcond.trials import Block, Trial
+from matcond.pipeline.trials import Block, Trial
 
 pytestmark = pytest.mark.workflow  # a job server for the module; runs through it
 

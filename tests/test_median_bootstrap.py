@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from matcond.median_bootstrap import distribution, median_ci
+from matcond.stats.median_bootstrap import distribution, median_ci
 
 
 def enumerated(x: np.ndarray) -> dict[float, float]:

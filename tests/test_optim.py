@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from matcond.optim import make_optimizer
+from matcond.condition_number.optim import make_optimizer
 
 REFERENCE = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
 

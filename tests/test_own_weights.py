@@ -20,7 +20,6 @@ import yaml
 from safetensors.torch import save_file
 
 import matcond.own_weights.metrics
-from matcond.config import ConfigError, load_schema
 from matcond.figures.own_weights import plot_own_weights
 from matcond.own_weights import analyse
 from matcond.own_weights.layers import MAX_ELEMENTS, skipped_entries
@@ -31,6 +30,7 @@ from matcond.own_weights.load import (
 )
 from matcond.own_weights.load import load_file as load_checkpoint
 from matcond.own_weights.metrics import MIN_EIGENVALUES, power_law_fit, result_columns
+from matcond.pipeline.config import ConfigError, load_schema
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from matcond.claims import scorecard, summary_markdown
-from matcond.trials import format_value
+from matcond.claims.evaluate import scorecard, summary_markdown
+from matcond.pipeline.trials import format_value
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.catalog import FIGURES
-from matcond.strategies import STRATEGIES
+from matcond.condition_number.strategies import STRATEGIES
+from matcond.figures.catalog import FIGURES
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

@@ -11,17 +11,17 @@ import docutils.core
 import pytest
 import yaml
 
-from matcond.catalog import (
-    FIGURES,
+from matcond.claims.check import OWN, claim_source
+from matcond.execution.client import SCRIPT_SAFE, _script_safe, script_safe_json
+from matcond.figures.captions import (
     experiment_summary,
     report_caption,
     report_label,
     trial_settings,
 )
-from matcond.claims_check import OWN, claim_source
-from matcond.config import validate_config
-from matcond.execution.client import SCRIPT_SAFE, _script_safe, script_safe_json
-from matcond.trials import all_trials
+from matcond.figures.catalog import FIGURES
+from matcond.pipeline.config import validate_config
+from matcond.pipeline.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURE_RST = (REPO / "workflow" / "report" / "figure.rst").read_text()

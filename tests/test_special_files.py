@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from matcond.config import ConfigError, load_yaml
-from matcond.damage import damaged_files, query_only
-from matcond.files import file_kind
 from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, sources
+from matcond.pipeline.config import ConfigError, load_yaml
+from matcond.pipeline.damage import damaged_files, query_only
+from matcond.pipeline.files import file_kind
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = {
@@ -123,7 +123,7 @@ def test_a_missing_claims_file_stops_the_run_before_any_job(tmp_path):
 
 
 def test_query_commands_are_told_apart_from_runs():
-    """matcond.damage.query_only: the commands that must not move damaged files."""
+    """matcond.pipeline.damage.query_only: the commands that must not move damaged files."""
     snakemake = "/venv/bin/snakemake"
     for query in (["--summary"], ["-S"], ["--list-changes", "params"], ["--report=r.html"]):
         assert query_only([snakemake, "--cores", "2", *query])

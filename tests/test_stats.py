@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from matcond.stats import (
+from matcond.stats.summary import (
     STAT_COLUMNS,
     VALUE_COLUMNS,
     aggregate,
@@ -26,8 +26,10 @@ def test_intervals_do_not_depend_on_how_groups_are_blocked(statistic, monkeypatc
     degenerate = [1, 4, 5, 9]  # all values equal: BCa undefined, percentile interval
     samples[degenerate] = np.arange(1.0, 5.0)[:, None]
     whole = np.array(bootstrap_ci([samples], statistic))
-    monkeypatch.setattr("matcond.stats.GROUPS_PER_CALL", 3)  # BCa 3, 3, 3, 2; percentile 2, 2
-    monkeypatch.setattr("matcond.stats.VALUES_PER_BATCH", 170)
+    monkeypatch.setattr(
+        "matcond.stats.summary.GROUPS_PER_CALL", 3
+    )  # BCa 3, 3, 3, 2; percentile 2, 2
+    monkeypatch.setattr("matcond.stats.summary.VALUES_PER_BATCH", 170)
     assert np.array_equal(np.array(bootstrap_ci([samples], statistic)), whole)
     low, high = whole
     assert np.array_equal(low[degenerate], [1, 2, 3, 4])

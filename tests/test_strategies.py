@@ -4,13 +4,18 @@ import numpy as np
 import pytest
 import torch
 
-from matcond import models
-from matcond.config import load_schema
-from matcond.models import MODELS
-from matcond.run import gradient_signal, run_trial
-from matcond.strategies import STRATEGIES, Strategy, spectral_penalty_grad, svd_correct
-from matcond.training import build_model, init_layer
-from matcond.trials import choice_params
+from matcond.condition_number import models
+from matcond.condition_number.models import MODELS
+from matcond.condition_number.run import gradient_signal, run_trial
+from matcond.condition_number.strategies import (
+    STRATEGIES,
+    Strategy,
+    spectral_penalty_grad,
+    svd_correct,
+)
+from matcond.condition_number.training import build_model, init_layer
+from matcond.pipeline.config import load_schema
+from matcond.pipeline.trials import choice_params
 
 CPU = torch.device("cpu")
 

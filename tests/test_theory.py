@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from matcond import theory
-from matcond.config import validate_config
-from matcond.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
+from matcond.condition_number import theory
+from matcond.condition_number.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
+from matcond.pipeline.config import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -201,8 +201,9 @@ def test_each_cell_is_compared_at_its_own_epochs():
 
 
 def test_the_held_out_grid_is_the_draw_of_its_seed():
-    """The paper config's theory_held_out variants are exactly matcond.theory.held_out_cells
-    (no hand-picked cell), inside the declared ranges, and the theory covers them."""
+    """The paper config's theory_held_out variants are exactly
+    matcond.condition_number.theory.held_out_cells (no hand-picked cell), inside the declared
+    ranges, and the theory covers them."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     experiment = config["experiments"]["theory_held_out"]
     cells = held_out_cells()

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 import torch
 
-from matcond.run import run_trial, run_trials, trial_rows
-from matcond.targets import make_target
-from matcond.training import all_finite, record_epochs, train
+from matcond.condition_number.run import run_trial, run_trials, trial_rows
+from matcond.condition_number.targets import make_target
+from matcond.condition_number.training import all_finite, record_epochs, train
 
 CPU = torch.device("cpu")
 

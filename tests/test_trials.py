@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.config import ConfigError, validate_config
-from matcond.trials import (
+from matcond.pipeline.config import ConfigError, validate_config
+from matcond.pipeline.trials import (
     CHOICE_PARAMS,
     Trial,
     all_trials,
@@ -151,7 +151,7 @@ def test_conflicting_settings_outside_the_path_are_refused_by_name():
 
 
 def _layout_before_the_schema_drove_it(s: dict) -> str:
-    """The trial path as matcond.trials wrote it, by hand, before every setting carried its
+    """The trial path as matcond.pipeline.trials wrote it, by hand, before every setting carried its
     ``x-path`` (commit 43dc728): the reference that existing trials keep their paths."""
     fmt, tags = format_value, {
         "seq_len": "T", "depth": "L", "row_log_std": "s", "rank": "r", "n_blocks": "b",

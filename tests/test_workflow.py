@@ -15,10 +15,11 @@ import pytest
 import yaml
 from safetensors.numpy import load_file
 
-from matcond.catalog import FIGURES, report_label
-from matcond.claims import CLAIM_COLUMNS, VERDICTS
-from matcond.config import validate_config
-from matcond.trials import all_trials, blocks_of
+from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
+from matcond.figures.captions import report_label
+from matcond.figures.catalog import FIGURES
+from matcond.pipeline.config import validate_config
+from matcond.pipeline.trials import all_trials, blocks_of
 
 pytestmark = pytest.mark.workflow  # the whole small config runs (and reruns) end to end
 
@@ -500,9 +501,9 @@ def test_every_figure_draws_without_the_papers_values(finished, tmp_path):
     """A claims file with no value claims on a figure's tables (a user's own) gives the plot
     job an empty table of papers' values: every figure still draws, from the small run's
     tables."""
-    from matcond.figures import FIGURES as DRAW
+    from matcond.figures.drawing import FIGURES as DRAW
     from matcond.figures.style import PAPER_VALUES
-    from matcond.files import read_parquet
+    from matcond.pipeline.files import read_parquet
 
     results = finished / "results"
     for name, figure in FIGURES.items():

@@ -19,7 +19,7 @@ __all__ = list(_OWN_WEIGHTS)
 
 def __getattr__(name: str):
     """The functions of ``__all__``, imported on first use: by name, not by an import
-    statement, so that the rules' code fingerprints (:mod:`matcond.fingerprints` follows
+    statement, so that the rules' code fingerprints (:mod:`matcond.pipeline.fingerprints` follows
     import statements) do not take in that code."""
     if name in _OWN_WEIGHTS:
         return getattr(importlib.import_module(_OWN_WEIGHTS[name]), name)

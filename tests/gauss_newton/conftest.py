@@ -8,7 +8,7 @@ import pytest
 import torch
 import yaml
 
-from matcond.config import validate_config
+from matcond.pipeline.config import validate_config
 
 sys.path.insert(0, str(Path(__file__).parent))
 

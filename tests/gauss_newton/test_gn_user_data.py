@@ -14,8 +14,8 @@ import pytest
 import yaml
 from gn_cases import rel
 
-from matcond.config import ConfigError, validate_config
 from matcond.gn_experiments.sweeps import run_sweep
+from matcond.pipeline.config import ConfigError, validate_config
 
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -19,10 +19,8 @@ import yaml
 from conftest import TEST_CONFIG
 from gn_cases import assert_bound_holds, rel
 
-from matcond.catalog import FIGURES as CATALOG
-from matcond.config import validate_config
-from matcond.figures import FIGURES
-from matcond.files import write_parquet
+from matcond.figures.catalog import FIGURES as CATALOG
+from matcond.figures.drawing import FIGURES
 from matcond.gauss_newton import (
     LeakyReLUNet,
     input_covariance,
@@ -41,6 +39,8 @@ from matcond.gn_experiments.sweeps import (
     SWEEPS,
     run_sweep,
 )
+from matcond.pipeline.config import validate_config
+from matcond.pipeline.files import write_parquet
 
 pytestmark = pytest.mark.workflow  # the Gauss-Newton rules end to end
 

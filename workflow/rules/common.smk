@@ -9,15 +9,15 @@ import sys
 
 from snakemake.utils import update_config
 
-from matcond.catalog import (
-    FIGURES,
+from matcond.figures.catalog import FIGURES
+from matcond.figures.captions import (
     config_notes,
     experiment_summary,
     report_caption,
     report_label,
 )
 from matcond.own_weights.load import check_checkpoint_paths
-from matcond.claims_check import (
+from matcond.claims.check import (
     DEPTH_TABLE,
     OWN,
     claim_source,
@@ -27,20 +27,20 @@ from matcond.claims_check import (
     table_settings,
     validate_claims,
 )
-from matcond.config import (
+from matcond.pipeline.config import (
     ConfigError,
     check_results_dir,
     command_line_values,
     load_yaml,
     validate_config,
 )
-from matcond.damage import damaged_files, query_only, set_aside
+from matcond.pipeline.damage import damaged_files, query_only, set_aside
 from matcond.execution.client import ADDRESS_ENV, job_params
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
-from matcond.fingerprints import code_fingerprint, module_path
+from matcond.pipeline.fingerprints import code_fingerprint, module_path
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-from matcond.trials import all_trials, blocks_of, seeds_by_cell, swept_settings
+from matcond.pipeline.trials import all_trials, blocks_of, seeds_by_cell, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 try:
@@ -49,7 +49,7 @@ try:
         Path(f).resolve(): load_yaml(f)
         for f in workflow.config_settings.configfiles or [PAPER_CONFIG]
     }
-    # --config values arrive with every scalar a string (matcond.config.command_line_values)
+    # --config values arrive with every scalar a string (matcond.pipeline.config.command_line_values)
     update_config(config, command_line_values(dict(workflow.config_settings.config)))
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
@@ -114,7 +114,7 @@ onsuccess:
     stop_job_servers()
     if Path(DIVERGED_TABLE).exists():  # the one-line summary of diverged trials
         import pandas as pd
-        from matcond.selection import divergence_summary
+        from matcond.claims.arms import divergence_summary
 
         print(divergence_summary(pd.read_csv(DIVERGED_TABLE), len(TRIAL_BY_PATH)))
 
@@ -155,7 +155,7 @@ if _unsaved:
     )
 GN_PARTS = [*GN["sweeps"], *(part for part, trials in GN_TRIALS.items() if trials)]
 # The trials the depth formula is checked on (config key depth_theory.experiments): those of
-# its configured experiments whose model is a chain of matrices (matcond.depth_theory).
+# its configured experiments whose model is a chain of matrices (matcond.condition_number.depth_theory).
 DEPTH_MODELS = ("linear", "deep_linear", "relu_mlp")
 if DEPTH_TABLE in TRIALS:
     sys.exit(
@@ -171,7 +171,7 @@ DEPTH_TRIALS = list(
         if t.spec["model"] in DEPTH_MODELS
     }.values()
 )
-# Training jobs: blocks of config key block_size seeds per setting (matcond.trials.Block).
+# Training jobs: blocks of config key block_size seeds per setting (matcond.pipeline.trials.Block).
 # Weights are saved where something reads them (the GN parts, save_recorded_weights), or for
 # every trial with config key save_weights.
 BLOCKS = {b.path: b for b in blocks_of(TRIAL_BY_PATH.values(), config["block_size"])}
@@ -227,7 +227,7 @@ CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
 @functools.cache
 def claims_settings_differ():
     """The tables of the papers' claims that this run configures otherwise than the paper
-    config (matcond.claims_check.settings_differences), as JSON: those claims are not judged.
+    config (matcond.claims.check.settings_differences), as JSON: those claims are not judged.
     """
     tables = [c["table"] for c in paper_claims()]
     if not workflow.config_settings.configfiles and not workflow.config_settings.config:
@@ -302,7 +302,7 @@ wildcard_constraints:
 def rule_params(rule, **params):
     """The params of rule `rule` (constants or functions of the wildcards), its `code`
     fingerprint (the hash of its job module, matcond.jobs.<rule>, and of the package modules
-    that imports, matcond.fingerprints: editing them reruns the rule) and its `job`: the
+    that imports, matcond.pipeline.fingerprints: editing them reruns the rule) and its `job`: the
     request that JOB sends (matcond.execution.client)."""
     code = code_fingerprint(module_path(f"matcond.jobs.{rule}"))
     return job_params(rule, config, code, **params)
@@ -325,7 +325,7 @@ def trial_spec(wildcards):
 
 
 def block_json(wildcards):
-    """The request (matcond.trials.Block.request) of the block at results/trials/{block}."""
+    """The request (matcond.pipeline.trials.Block.request) of the block at results/trials/{block}."""
     return BLOCKS[wildcards.block].request(WEIGHTS_SAVED)
 
 
@@ -470,14 +470,14 @@ def experiment_manifests(wildcards):
 
 
 def experiment_trials_json(wildcards):
-    """The experiment's trials (matcond.trials.seeds_by_cell) as JSON: what its aggregate
+    """The experiment's trials (matcond.pipeline.trials.seeds_by_cell) as JSON: what its aggregate
     reads."""
     return json.dumps(experiment_cells(wildcards.experiment))
 
 
 @functools.cache
 def experiment_cells(experiment):
-    """matcond.trials.seeds_by_cell of an experiment's trials, once per experiment (Snakemake
+    """matcond.pipeline.trials.seeds_by_cell of an experiment's trials, once per experiment (Snakemake
     evaluates params several times)."""
     return seeds_by_cell(TRIALS[experiment])
 
@@ -495,7 +495,7 @@ def figure_table_names(figure):
 
 
 def figure_marks(figure):
-    """The papers' values that figure ``figure`` marks (matcond.claims_check.paper_values)."""
+    """The papers' values that figure ``figure`` marks (matcond.claims.check.paper_values)."""
     return paper_values(claims_yaml(), figure_table_names(FIGURES[figure]))
 
 
@@ -551,7 +551,7 @@ def figure_label(wildcards):
 
 @functools.cache
 def cached_summary(experiment):
-    """matcond.catalog.experiment_summary of an experiment, once (not once per figure)."""
+    """matcond.figures.captions.experiment_summary of an experiment, once (not once per figure)."""
     return experiment_summary(TRIALS[experiment])
 
 
@@ -561,7 +561,7 @@ def all_manifests():
 
 
 def trials_json(wildcards):
-    """Each experiment's trials (matcond.trials.seeds_by_cell), as JSON (the same for any
+    """Each experiment's trials (matcond.pipeline.trials.seeds_by_cell), as JSON (the same for any
     order of the config's keys)."""
     return json.dumps({e: experiment_cells(e) for e in TRIALS}, sort_keys=True)
 
@@ -660,9 +660,9 @@ def all_targets():
 def set_aside_damaged_outputs():
     """Move damaged outputs (truncated, altered, holding another trial, or computed with
     settings that no longer match the config; a block's manifest with a trial file missing;
-    matcond.damage.damaged_files) to
+    matcond.pipeline.damage.damaged_files) to
     results/damaged/ before the DAG is built, so that the run rebuilds them; a dry run and a
-    query (--summary, --list-changes, --report, --lint, ...: matcond.damage.query_only) only
+    query (--summary, --list-changes, --report, --lint, ...: matcond.pipeline.damage.query_only) only
     name them."""
     if not workflow.is_main_process:
         return

@@ -1,7 +1,7 @@
 # Gauss-Newton conditioning (second paper): the bounds on saved weights (exp7 at init and
 # after training, along_training at every recorded epoch; one job per trial, then one table
 # per part) and the paper's sweeps (one job per sweep, one table each). Settings: the config's `gauss_newton` block (schema); tables:
-# src/matcond/gn_experiments; figures: the `plot` rule (matcond.catalog). Every job runs on the
+# src/matcond/gn_experiments; figures: the `plot` rule (matcond.figures.catalog). Every job runs on the
 # CPU in float64 with one thread: its largest eigenproblem is 4096 x 4096 at paper scale.
 # (GN_TRIAL_SETTINGS and GN_SWEEP_SETTINGS, the settings of each part: common.smk)
 

@@ -1,4 +1,4 @@
-# The first-order theory of the condition-number error (src/matcond/theory.py) against the
+# The first-order theory of the condition-number error (src/matcond/condition_number/theory.py) against the
 # configured experiments of config key `theory.experiments` (THEORY_EXPERIMENTS, common.smk).
 
 

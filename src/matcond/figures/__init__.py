@@ -1,20 +1,5 @@
-"""The figures of both papers, drawn from the tables (one function per figure).
-
-:data:`FIGURES` maps every figure of the catalog (matcond.catalog) to the function of the same
-name in its module: ``paper`` (the condition-number paper), ``controls`` (our controls and
-analyses), ``depth`` (the depth formula), ``gauss_newton`` (the GN paper). Each takes {table
-name: table}, a PNG path and a PDF path; the table ``paper_values``
-(matcond.figures.style.PAPER_VALUES; may be absent) holds the papers' values the figure marks
-(matcond.claims_check.paper_values).
+"""The figures of both papers: the catalog (:mod:`matcond.figures.catalog`, light: read at
+parse time), the captions of the report (:mod:`matcond.figures.captions`) and the drawing
+code, one module per group of figures (:mod:`matcond.figures.drawing` maps each figure to its
+function).
 """
-
-from matcond.catalog import FIGURES as CATALOG
-from matcond.figures import controls, depth, gauss_newton, paper
-
-MODULES = {
-    "paper": paper,
-    "controls": controls,
-    "depth": depth,
-    "gauss_newton": gauss_newton,
-}
-FIGURES = {name: getattr(MODULES[figure.module], name) for name, figure in CATALOG.items()}

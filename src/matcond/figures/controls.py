@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
-from matcond.claims import THEORY_BAND
+from matcond.claims.arms import arm
+from matcond.claims.evaluate import THEORY_BAND
 from matcond.figures.style import (
     ERROR_LABEL,
     Tables,
@@ -26,9 +27,8 @@ from matcond.figures.style import (
     save,
     whiskers,
 )
-from matcond.selection import arm
-from matcond.stats import headline
-from matcond.trials import format_value
+from matcond.pipeline.trials import format_value
+from matcond.stats.summary import headline
 
 LOG_KAPPA_LINEAR = 1e-3  # ctrl_spectral_reg's trace: linear within this deviation of log kappa
 VERDICT_COLORS = {

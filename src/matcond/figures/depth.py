@@ -16,7 +16,8 @@ from matcond.figures.style import (
     whiskers,
 )
 
-# The line of each prediction (matcond.depth_theory.PREDICTIONS; the table names them).
+# The line of each prediction (matcond.condition_number.depth_theory.PREDICTIONS; the table names
+# them).
 PREDICTION_STYLES = {
     "predicted_init": ":",
     "predicted_recorded": "-.",

@@ -1,6 +1,6 @@
 """The condition-number paper's figures 1-9 and the review's first controls.
 
-Each function takes {table name: table} (experiment tables of matcond.stats, and per-trial
+Each function takes {table name: table} (experiment tables of matcond.stats.summary, and per-trial
 tables under ``{experiment}_per_trial``) and writes a PNG and a PDF.
 """
 
@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from matcond.claims.arms import arm
 from matcond.figures.style import (
     ERROR_LABEL,
     PAPER_COMPONENTS,
@@ -30,7 +31,6 @@ from matcond.figures.style import (
     save,
     sparse_log_labels,
 )
-from matcond.selection import arm
 
 
 def small_multiples(

@@ -1,6 +1,6 @@
 """What every figure shares: saving, axes, lines and bars of a statistic with its interval.
 
-Statistics come from the experiment tables (matcond.stats): each row has the component's
+Statistics come from the experiment tables (matcond.stats.summary): each row has the component's
 headline statistic (``estimate``: the median for heavy-tailed components, the mean for norms)
 and its 95 % bootstrap interval (``ci_low``, ``ci_high``), never a mean ± std band; a
 statistic is a point or line with its interval, never a bar (a bar's length means nothing on a
@@ -31,7 +31,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-from matcond.stats import bootstrap_ci  # noqa: E402
+from matcond.stats.summary import bootstrap_ci  # noqa: E402
 
 # The paper's eight components (effective rank at threshold 0.01) with their plot labels.
 PAPER_COMPONENTS = {
@@ -48,7 +48,7 @@ PAPER_THRESHOLD = "effective_rank_t0.01"
 LINEAR_THRESHOLD = 1e-4
 DECADE = 10.0  # an error axis is logarithmic where what it draws spans more than this factor
 MIN_INTERVAL_N = 5  # fewer values than this get their points drawn, not a 95 % interval
-# The tables' key of the papers' values a figure marks (matcond.claims_check.paper_values).
+# The tables' key of the papers' values a figure marks (matcond.claims.check.paper_values).
 PAPER_VALUES = "paper_values"
 # How each source of a paper's value is marked and named in the legend (the condition-number
 # paper, its slides and its review report means; the figures draw the headline statistic).
@@ -61,7 +61,7 @@ PAPER_MARKS = {
 # Beside a paper's mean: where a mean of as many of our trials falls (central 95 %), the
 # comparison its verdict makes (matcond.jobs.plot.with_sampling_bands).
 OURS_BAND_LABEL = "ours: 95% of means of\nthe paper's number of trials"
-# The columns of a paper's value that are not its filter (matcond.claims_check.paper_values).
+# The columns of a paper's value that are not its filter (matcond.claims.check.paper_values).
 MARK_COLUMNS = ("table", "source", "low", "high", "field", "claim", "pool", "paper_n")
 MARK_COLUMNS += ("ours_low", "ours_high")
 ERROR_LABEL = "relative error\n(median or mean, 95% CI)"

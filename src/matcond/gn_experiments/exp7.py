@@ -19,7 +19,7 @@ from matcond.gauss_newton.linear import linear_gn_spectrum
 from matcond.gn_experiments.columns import EXACT_COLUMNS
 from matcond.gn_experiments.data import Settings, gaussian_data, whiten
 from matcond.gn_experiments.records import spectrum_columns
-from matcond.stats import summarise
+from matcond.stats.summary import summarise
 
 EXP7_MODELS = ("deep_linear", "relu_mlp")
 EXP7_INPUTS = ("gaussian", "whitened")
@@ -165,8 +165,8 @@ def exp7_table(rows: pd.DataFrame, experiment: str) -> pd.DataFrame:
     """Statistics over the trials of exp7 (or along training) per (model, depth, stage,
     epoch, inputs, n, bound).
 
-    ``kappa_*`` and ``tightness_*`` are :func:`matcond.stats.summarise` of the exact κ and of
-    bound / exact over the trials that did not diverge (``n``; ``n_diverged`` left out;
+    ``kappa_*`` and ``tightness_*`` are :func:`matcond.stats.summary.summarise` of the exact κ and
+    of bound / exact over the trials that did not diverge (``n``; ``n_diverged`` left out;
     ``n_nonfinite``: an infinite bound, left out; ``n_unreliable``: trials whose exact κ is
     flagged, see :class:`matcond.gauss_newton.GNSpectrum`); ``tightness_min`` / ``_max`` over
     the finite ones; ``bound_median`` the median bound; ``solver`` the solvers used. No

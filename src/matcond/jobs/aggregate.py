@@ -3,9 +3,9 @@
 import json
 import sys
 
-from matcond.files import read_trials, write_parquet
-from matcond.stats import aggregate
-from matcond.trials import trial_paths
+from matcond.pipeline.files import read_trials, write_parquet
+from matcond.pipeline.trials import trial_paths
+from matcond.stats.summary import aggregate
 
 
 def main(snakemake) -> None:

@@ -8,10 +8,15 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from matcond.claims import by_source, evaluate, summary_markdown, to_markdown
-from matcond.claims_page import claims_page, landing_scorecard
-from matcond.files import read_parquet, write_parquet
-from matcond.readings import calibrate, evaluate_readings, readings_scorecard, readings_summary
+from matcond.claims.evaluate import by_source, evaluate, summary_markdown, to_markdown
+from matcond.claims.page import claims_page, landing_scorecard
+from matcond.claims.readings import (
+    calibrate,
+    evaluate_readings,
+    readings_scorecard,
+    readings_summary,
+)
+from matcond.pipeline.files import read_parquet, write_parquet
 
 
 def main(snakemake) -> None:

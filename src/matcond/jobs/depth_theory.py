@@ -6,8 +6,8 @@ import time
 
 import pandas as pd
 
-from matcond.depth_theory import summary_table
-from matcond.files import write_parquet
+from matcond.condition_number.depth_theory import summary_table
+from matcond.pipeline.files import write_parquet
 
 
 def main(snakemake) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from matcond.depth_theory import prediction_rows
-from matcond.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
+from matcond.condition_number.depth_theory import prediction_rows
+from matcond.pipeline.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
 
 
 def main(snakemake) -> None:

@@ -6,11 +6,11 @@ import math
 
 import pandas as pd
 
-from matcond.claims import sampling_band
-from matcond.figures import FIGURES
+from matcond.claims.arms import MissingRows
+from matcond.claims.evaluate import sampling_band
+from matcond.figures.drawing import FIGURES
 from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: F401 (the job server calls it)
-from matcond.files import read_parquet
-from matcond.selection import MissingRows
+from matcond.pipeline.files import read_parquet
 
 PER_TRIAL = "_per_trial"  # the suffix of a per-trial table's input name
 
@@ -18,7 +18,7 @@ PER_TRIAL = "_per_trial"  # the suffix of a per-trial table's input name
 def with_sampling_bands(marks: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The papers' values with, for each mean whose paper's number of trials is known
     (``paper_n``) and whose trials are here, ``ours_low`` and ``ours_high``: the central 95 %
-    of means of ``paper_n`` of our trials (:func:`matcond.claims.sampling_band`, from the
+    of means of ``paper_n`` of our trials (:func:`matcond.claims.evaluate.sampling_band`, from the
     claim's pool), which the figure draws beside the paper's value."""
     per_trial = {
         name.removesuffix(PER_TRIAL): table

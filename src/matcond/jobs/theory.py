@@ -3,8 +3,8 @@
 import sys
 from pathlib import Path
 
-from matcond.files import read_parquet, write_parquet
-from matcond.theory import prediction_table
+from matcond.condition_number.theory import prediction_table
+from matcond.pipeline.files import read_parquet, write_parquet
 
 
 def main(snakemake) -> None:

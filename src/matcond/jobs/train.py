@@ -3,7 +3,7 @@ weights of those that save them), the block's manifest and its own benchmark (th
 that trains measures itself: under the job server Snakemake's `benchmark:` would see only the
 waiting client)."""
 
-from matcond.run import run_block_job
+from matcond.condition_number.run import run_block_job
 
 
 def main(snakemake) -> None:

@@ -1,5 +1,5 @@
 """Your own weights: a row per weight matrix, as WeightWatcher's ``analyze()`` gives, with the
-condition numbers and components of :mod:`matcond.components`.
+condition numbers and components of :mod:`matcond.condition_number.components`.
 
 >>> import matcond
 >>> table = matcond.analyze("path/to/model.safetensors")   # or a folder, or an nn.Module
@@ -169,6 +169,6 @@ def write_table(table: pd.DataFrame, path: str | Path, metadata: Mapping[str, An
     matcond.checkpoint."""
     import json
 
-    from matcond.files import write_parquet
+    from matcond.pipeline.files import write_parquet
 
     write_parquet(table, path, {"matcond.checkpoint": json.dumps(metadata)})

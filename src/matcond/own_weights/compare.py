@@ -2,11 +2,12 @@
 matrix of a trained checkpoint against the same matrix (the same ``layer`` name, see
 :mod:`.layers`) of a reference, such as the initial weights.
 
-The components and their errors are :func:`matcond.components.compare`'s, the numbers the
-experiments report for a trained matrix against its target: ``row_norms``, ``col_norms``,
-``singular_values`` (vector errors ||a - b|| / ||b||), ``spectral_norm``, ``condition_number``,
-``pseudo_condition_number``, ``log_condition_number`` (|log a - log b|), ``effective_rank_t{t}``,
-``spectral_gap``, ``frobenius_norm`` and ``overall`` (||W - W_ref||_F / ||W_ref||_F).
+The components and their errors are :func:`matcond.condition_number.components.compare`'s, the
+numbers the experiments report for a trained matrix against its target: ``row_norms``,
+``col_norms``, ``singular_values`` (vector errors ||a - b|| / ||b||), ``spectral_norm``,
+``condition_number``, ``pseudo_condition_number``, ``log_condition_number`` (|log a - log b|),
+``effective_rank_t{t}``, ``spectral_gap``, ``frobenius_norm`` and ``overall`` (||W - W_ref||_F /
+||W_ref||_F).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def errors_between(
     """The rows (:data:`COLUMNS`) of checkpoint ``name``'s matrices ``found`` (by layer)
     against those of the same layer in ``reference_found``; ValueError when no layer name
     matches or the shapes of one differ."""
-    from matcond.components import compare
+    from matcond.condition_number.components import compare
     from matcond.own_weights.metrics import as_matrix
 
     common = [layer for layer in found if layer in reference_found]

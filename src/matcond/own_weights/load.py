@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from matcond.config import ConfigError
-from matcond.files import not_readable_as, safetensors_header
+from matcond.pipeline.config import ConfigError
+from matcond.pipeline.files import not_readable_as, safetensors_header
 
 
 class CheckpointError(ValueError):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from matcond.components import (
+from matcond.condition_number.components import (
     condition_number,
     effective_rank,
     numerical_rank,

@@ -1,5 +1,5 @@
 """config/claims.yaml at parse time: its validation before any job runs (the fields:
-:mod:`matcond.claims`), whose claim each is, and the papers' values a figure marks.
+:mod:`matcond.claims.evaluate`), whose claim each is, and the papers' values a figure marks.
 
 Light on purpose (yaml, jsonschema; numpy only once a component name is checked): the
 Snakefile calls it at parse time.
@@ -15,14 +15,14 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 
-from matcond import config
-from matcond.config import ConfigError, did_you_mean, raise_first_error
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX, SWEEP_COLUMNS
+from matcond.pipeline import config
+from matcond.pipeline.config import ConfigError, did_you_mean, raise_first_error
 
 SCHEMA_PATH = config.SCHEMA_PATH.with_name("claims.schema.yaml")
 CLAIMS_FILE = "config/claims.yaml"
-# The derived components (the keys of matcond.selection.DERIVED) and the rows of the spectrum
-# recorded with record_gradients (matcond.run).
+# The derived components (the keys of matcond.claims.arms.DERIVED) and the rows of the spectrum
+# recorded with record_gradients (matcond.condition_number.run).
 DERIVED = (
     "gradient_ratio",
     "log_kappa_autocorrelation",
@@ -81,7 +81,7 @@ def paper_values(claims: dict, tables: Collection[str]) -> list[dict]:
     gives a finite value or range. Keys: ``table``, ``source`` (paper, slides, peer review, GN
     paper), ``low`` and ``high`` (equal for a single value), ``field`` (what is read: ``error``
     unless the claim says otherwise) and the claim's filter, with the defaults of
-    :func:`matcond.selection.arm` made explicit (the product matrix; no epoch is the last);
+    :func:`matcond.claims.arms.arm` made explicit (the product matrix; no epoch is the last);
     for a mean on a per-trial table whose paper's number of trials is known, ``claim`` (the
     claim itself), ``pool`` and ``paper_n`` (:func:`heavy_tail_setting`), from which the plot
     job draws where a mean of that many of our trials falls.
@@ -129,11 +129,13 @@ def load_schema() -> dict[str, Any]:
 
 def _check_component(name: str, prefix: str) -> None:
     """Raise ConfigError unless a per-trial table can hold component ``name``."""
-    from matcond.components import component_names  # numpy: the Snakefile has loaded it
+    from matcond.condition_number.components import (
+        component_names,  # numpy: the Snakefile has loaded it
+    )
 
     if name in DERIVED or SPECTRUM.fullmatch(name):
         return
-    try:  # effective_rank_t{t}: named as matcond.components names it
+    try:  # effective_rank_t{t}: named as matcond.condition_number.components names it
         thresholds = [float(name.removeprefix("effective_rank_t"))]
     except ValueError:
         thresholds = []
@@ -270,8 +272,8 @@ def pool_mismatches(heavy_tail: dict, settings: dict[str, list[dict]]) -> list[s
 
 def table_settings(trials: dict[str, list], sweeps: dict[str, dict]) -> dict[str, list[dict]]:
     """The settings behind each table a claim can read: per experiment of ``trials``
-    (:func:`matcond.trials.all_trials`) one spec per setting, without its seed; per GN sweep
-    of ``sweeps`` (config key ``gauss_newton.sweeps``) its settings without the number of
+    (:func:`matcond.pipeline.trials.all_trials`) one spec per setting, without its seed; per GN
+    sweep of ``sweeps`` (config key ``gauss_newton.sweeps``) its settings without the number of
     seeds. The number of seeds is no setting: it changes the interval, not what is measured."""
     settings = {}
     for name, chosen in trials.items():

@@ -6,13 +6,13 @@ L = 1/2 mean_batch ||model(x) - y||^2 (summed over outputs, averaged over the ba
 for y = W* x, E[grad_W] = W - W* and plain SGD from W = 0 has E[W_t] = (1 - (1 - lr)^t) W*.
 An epoch is ``steps_per_epoch`` such steps (the paper's figures match one step per epoch).
 
-Optimizers (matcond.optim) are SGD without momentum and Adam (betas 0.9/0.999, eps 1e-8),
-update for update as torch.optim's; ``weight_decay`` is an L2 term added to the gradient of
+Optimizers (matcond.condition_number.optim) are SGD without momentum and Adam (betas 0.9/0.999, eps
+1e-8), update for update as torch.optim's; ``weight_decay`` is an L2 term added to the gradient of
 the layers (for Adam that is coupled decay, not AdamW), never of the multipliers.
 
-Models and their teachers come from the registry of matcond.models, corrective strategies
-(what they add to the model, the loss, the gradient and after each epoch) from that of
-matcond.strategies: this module knows no model or strategy by name.
+Models and their teachers come from the registry of matcond.condition_number.models, corrective
+strategies (what they add to the model, the loss, the gradient and after each epoch) from that of
+matcond.condition_number.strategies: this module knows no model or strategy by name.
 
 All random draws happen on the CPU from the trial's own generators, so a trial's data are the
 same on every device.
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from matcond.models import MODELS, Model
-from matcond.optim import make_optimizer
-from matcond.strategies import STRATEGIES, Target
-from matcond.targets import DATA_STREAM, INIT_STREAM, stream_seed
-from matcond.trials import setting
+from matcond.condition_number.models import MODELS, Model
+from matcond.condition_number.optim import make_optimizer
+from matcond.condition_number.strategies import STRATEGIES, Target
+from matcond.condition_number.targets import DATA_STREAM, INIT_STREAM, stream_seed
+from matcond.pipeline.trials import setting
 
 # on_record(trial index, epoch, matrices by name, loss, gradient of the loss w.r.t. the product
 # or None)
@@ -133,7 +133,8 @@ def train(
     on_record: RecordFn,
 ) -> list[TrainingOutcome]:
     """Train the trials of one setting side by side, one per spec (they differ in their seed
-    only), each on its teacher (``targets``: matcond.models.teacher_weights of its spec).
+    only), each on its teacher (``targets``: matcond.condition_number.models.teacher_weights of its
+    spec).
 
     ``on_record(i, ...)`` is called for trial ``i`` at every epoch of :func:`record_epochs`
     with float64 copies of its model's matrices, the last step's loss (NaN at epoch 0) and, if

@@ -5,7 +5,7 @@ smallest singular value sits near 0.5/d, and E[1/s_min] is infinite for square G
 matrices), so a mean ± Student-t interval says little and can even go negative. Every interval
 here is a 95 % bootstrap interval, BCa where it is defined, percentile where BCa is degenerate
 (e.g. all values equal): a median's is exact, computed from the bootstrap distribution of the
-median in closed form (:mod:`matcond.median_bootstrap`); the others are Monte Carlo
+median in closed form (:mod:`matcond.stats.median_bootstrap`); the others are Monte Carlo
 (:func:`scipy.stats.bootstrap`, a fixed seed, so tables are byte-identical from run to run). A
 component's *headline statistic* is the median for heavy-tailed components
 (:data:`HEAVY_TAILED`) and the mean for the others (norms, overall).
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from matcond.median_bootstrap import median_ci
+from matcond.stats.median_bootstrap import median_ci
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 9999
@@ -109,7 +109,7 @@ def bootstrap_ci(
     paired: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """95 % bootstrap interval of ``statistic(*samples, axis=-1)`` (BCa, else percentile);
-    exact for ``np.median`` of one sample (:func:`matcond.median_bootstrap.median_ci`).
+    exact for ``np.median`` of one sample (:func:`matcond.stats.median_bootstrap.median_ci`).
 
     ``samples`` are arrays whose last axis runs over trials; leading axes are a batch of
     independent groups (all of one size). ``paired=True`` resamples the same trials from every

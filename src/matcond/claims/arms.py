@@ -3,9 +3,9 @@ or per seed from a Gauss-Newton sweep's table (``results/tables/gn_{sweep}``).
 
 A per-trial table is every trial table of one experiment stacked: the trials' settings as
 columns, then ``matrix``, ``epoch``, ``component``, ``trained``, ``target``, ``error``,
-``loss``, ``diverged``, ``diverged_epoch`` (matcond.run). A GN sweep's table has one row per
-network and seed (columns: :data:`matcond.gn_experiments.columns.SWEEP_COLUMNS`). An *arm* is
-one value per trial (per seed).
+``loss``, ``diverged``, ``diverged_epoch`` (matcond.condition_number.run). A GN sweep's table has
+one row per network and seed (columns: :data:`matcond.gn_experiments.columns.SWEEP_COLUMNS`). An
+*arm* is one value per trial (per seed).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from matcond.files import TRIALS_ROOT, read_manifest
-from matcond.trials import trial_paths
+from matcond.pipeline.files import TRIALS_ROOT, read_manifest
+from matcond.pipeline.trials import trial_paths
 
 
 class MissingRows(LookupError):
@@ -92,7 +92,7 @@ DERIVED: dict[str, Callable[[pd.DataFrame], float]] = {
     "condition_number_falling_share": falling_share("condition_number"),
 }
 # Derived components bounded by construction (shares, in [0, 1]): every moment exists, so a
-# mean of them keeps the interval rule whatever the trial count (matcond.claims).
+# mean of them keeps the interval rule whatever the trial count (matcond.claims.evaluate).
 BOUNDED = frozenset({"row_norms_falling_share", "condition_number_falling_share"})
 
 
@@ -210,7 +210,7 @@ def diverged_trials(
     trials: dict[str, dict[str, list[int]]], manifests: list[str | Path]
 ) -> pd.DataFrame:
     """One row per diverged trial of each experiment (``trials``: experiment -> its trials as
-    :func:`matcond.trials.seeds_by_cell`), read off its block's manifest (one of
+    :func:`matcond.pipeline.trials.seeds_by_cell`), read off its block's manifest (one of
     ``manifests``): experiment, trial, diverged_epoch."""
     epochs = {}
     for manifest in manifests:

@@ -5,8 +5,8 @@ Every parquet file is written atomically with a CRC checksum per page (pyarrow's
 fails naming the file. A trial's table and weights also carry the trial's spec, which the
 reader checks against the path it was asked for, and the manifest of the training block that
 wrote them lists their sizes and SHA-256 (outside the files they protect); every table's
-footer records the name it was written as. :mod:`matcond.damage` checks a results directory with
-them before any job. Light imports only at module level: the Snakefile imports it at parse
+footer records the name it was written as. :mod:`matcond.pipeline.damage` checks a results directory
+with them before any job. Light imports only at module level: the Snakefile imports it at parse
 time.
 """
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from matcond.trials import NEUTRAL, Trial
+from matcond.pipeline.trials import NEUTRAL, Trial
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -258,7 +258,7 @@ def read_trials(
 ) -> pd.DataFrame:
     """The tables of ``trials`` (paths below ``root``) stacked in that order, as one frame,
     with a column for each of ``settings`` (a trial at a setting's neutral value, where the
-    trial does not store it, gets that value: :data:`matcond.trials.NEUTRAL`).
+    trial does not store it, gets that value: :data:`matcond.pipeline.trials.NEUTRAL`).
 
     Each file is read once and checked: against the record of the manifest of its block among
     ``manifests`` (size, SHA-256), its page checksums, and the spec in its metadata against

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from matcond.claims import CLAIM_COLUMNS, evaluate_claim
-from matcond.claims_check import OWN, heavy_tail_setting
-from matcond.trials import format_value
+from matcond.claims.check import OWN, heavy_tail_setting
+from matcond.claims.evaluate import CLAIM_COLUMNS, evaluate_claim
+from matcond.pipeline.trials import format_value
 
 READING_COLUMNS = ["reading", "arm", *CLAIM_COLUMNS]
 GOOD = ("reproduced", "consistent")  # the verdicts that count a claim as met

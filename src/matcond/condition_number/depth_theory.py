@@ -29,15 +29,15 @@ import pandas as pd
 import scipy.linalg
 import torch
 
-from matcond.components import condition_number
+from matcond.condition_number.components import condition_number
+from matcond.condition_number.models import teacher_weights
+from matcond.condition_number.theory import noise_model
+from matcond.condition_number.training import build_model
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, as_float64_list, device_of
 from matcond.gauss_newton.kronecker import KroneckerSum
 from matcond.gauss_newton.linear import partial_products
 from matcond.gn_experiments.exp7 import exp7_layers, exp7_stages
-from matcond.models import teacher_weights
-from matcond.stats import bootstrap_ci
-from matcond.theory import noise_model
-from matcond.training import build_model
+from matcond.stats.summary import bootstrap_ci
 
 # The predicted products of a trial (``matrix`` column of :func:`prediction_rows`), beside the
 # trained ``product``: (a) K frozen at init, (b) K at each recorded epoch's saved weights,
@@ -169,9 +169,10 @@ def mean_flow(
 
 
 def _spectrum_rows(product: torch.Tensor, target_s: np.ndarray, rank_rtol: float) -> list[tuple]:
-    """``(component, trained, target, error)`` of κ (:func:`matcond.components.condition_number`,
-    as the per-trial tables compute it) and of the smallest singular value; a product that
-    overflowed (a prediction whose steps diverge) has infinite κ and error."""
+    """``(component, trained, target, error)`` of κ
+    (:func:`matcond.condition_number.components.condition_number`, as the per-trial tables compute
+    it) and of the smallest singular value; a product that overflowed (a prediction whose steps
+    diverge) has infinite κ and error."""
     if not bool(torch.isfinite(product).all()):
         return [("condition_number", math.inf, math.nan, math.inf)] + [
             ("smallest_singular_value", math.nan, math.nan, math.nan)
@@ -203,7 +204,8 @@ def _recorded_stretches(weights: Mapping[str, np.ndarray], spec: Mapping) -> lis
 def noise_floor(spec: Mapping) -> torch.Tensor:
     """One draw (seeded by the trial's seed) of the additive label noise that the one-matrix
     theory leaves in a product trained by ``spec``'s SGD: i.i.d. entries of the std of
-    :func:`matcond.theory.noise_model` without its init part (the layers' init is in
+    :func:`matcond.condition_number.theory.noise_model` without its init part (the layers' init is
+    in
     :func:`mean_flow`). A floor the mean dynamics do not see."""
     steps, shape = spec["epochs"] * spec["steps_per_epoch"], (spec["dim"], spec["dim"])
     try:
@@ -322,7 +324,7 @@ def summary_table(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _add_intervals(rows: list[dict], pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """Each row's intervals, bootstrapped for all rows of one trial count at once (a group's
-    interval does not depend on the others: :func:`matcond.stats.bootstrap_ci`)."""
+    interval does not depend on the others: :func:`matcond.stats.summary.bootstrap_ci`)."""
     by_size: dict[int, list[int]] = {}
     for i, (_, measured) in enumerate(pairs):
         by_size.setdefault(len(measured), []).append(i)

@@ -18,7 +18,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 PACKAGE = "matcond"
 EXCLUDED = ("matcond.execution",)
 

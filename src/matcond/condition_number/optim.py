@@ -8,8 +8,8 @@ torch._dynamo on its first step, which costs about 2.5 s in every training job, 
 most trials take to train.
 
 A parameter group is a dict with ``params`` (a list of tensors), ``lr`` and ``weight_decay``.
-Parameters carry a leading seed axis (matcond.models); ``select`` drops the trials that stopped
-training.
+Parameters carry a leading seed axis (matcond.condition_number.models); ``select`` drops the trials
+that stopped training.
 """
 
 from __future__ import annotations

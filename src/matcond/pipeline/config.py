@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, validators
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(ValueError):
@@ -91,7 +91,7 @@ def load_yaml(path: str | Path) -> Any:
     """A YAML file's content; ConfigError naming the file when it is missing, not a regular
     file (a FIFO is never opened: it would block), larger than MAX_YAML_BYTES, unreadable, or
     has a duplicate key or bad YAML."""
-    from matcond.files import not_readable_as
+    from matcond.pipeline.files import not_readable_as
 
     if problem := not_readable_as(path, "a YAML file"):
         raise ConfigError(f"{path} {problem}")

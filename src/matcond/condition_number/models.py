@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from matcond.targets import TARGET_STREAM, TEACHER2_STREAM, make_target
+from matcond.condition_number.targets import TARGET_STREAM, TEACHER2_STREAM, make_target
 
 if TYPE_CHECKING:
-    from matcond.strategies import Strategy
+    from matcond.condition_number.strategies import Strategy
 
 Layer = Callable[[], torch.Tensor]
 
@@ -126,7 +126,7 @@ class Model(torch.nn.Module):
 
     @staticmethod
     def teacher_weights(spec: dict) -> dict[str, np.ndarray]:
-        """The linear teacher W* (``product``), as matcond.targets draws it."""
+        """The linear teacher W* (``product``), as matcond.condition_number.targets draws it."""
         return {"product": make_target(spec)}
 
     @staticmethod
@@ -141,7 +141,8 @@ class Model(torch.nn.Module):
 
 
 class Linear(Model):
-    """y = W x; a strategy may wrap W (learnable multipliers, matcond.strategies)."""
+    """y = W x; a strategy may wrap W (learnable multipliers,
+    matcond.condition_number.strategies)."""
 
     def __init__(self, w0: torch.Tensor):
         super().__init__()

@@ -56,8 +56,8 @@ import pandas as pd
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-from matcond.selection import arm, matches
-from matcond.stats import STATISTICS, bootstrap_ci, headline
+from matcond.claims.arms import arm, matches
+from matcond.stats.summary import STATISTICS, bootstrap_ci, headline
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ trained matrix, e.g. with learnable multipliers), to the loss (``penalty``), to 
 after backpropagation (``gradient``) and after each epoch (``after_epoch``), and which settings
 it reads (``settings``; the config schema marks the same settings as applying to it, and
 tests/test_strategies.py checks that the two agree). Strategies act on a single matrix
-learning a linear target (``model: linear``). Training (matcond.training) only calls the hooks.
+learning a linear target (``model: linear``). Training (matcond.condition_number.training) only
+calls the hooks.
 
 - ``multipliers``: W_eff = diag(r) W diag(c), r and c learned at lr * multiplier_lr_ratio;
 - ``sv_multipliers``: W_eff = U diag(m s) V^T from the SVD of W, m learned likewise;
@@ -31,8 +32,8 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from matcond import models
-from matcond.components import pseudo_condition_number, singular_values
+from matcond.condition_number import models
+from matcond.condition_number.components import pseudo_condition_number, singular_values
 
 
 class Target:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 # Roles of a trial's independent random streams (TEACHER2: a teacher's second matrix; the
-# attention teacher's six matrices use TARGET, TEACHER2 and 4-7, matcond.models).
+# attention teacher's six matrices use TARGET, TEACHER2 and 4-7, matcond.condition_number.models).
 TARGET_STREAM, DATA_STREAM, INIT_STREAM, TEACHER2_STREAM = 0, 1, 2, 3
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 
-from matcond.files import (
+from matcond.pipeline.files import (
     SETTINGS_KEY,
     TABLE_KEY,
     UNREADABLE,

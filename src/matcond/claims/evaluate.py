@@ -1,13 +1,13 @@
 """The paper's quantitative claims checked against the trials, each with a bootstrap interval.
 
-Claims are data (config/claims.yaml, checked before any job by :mod:`matcond.claims_check`
+Claims are data (config/claims.yaml, checked before any job by :mod:`matcond.claims.check`
 against src/matcond/schemas/claims.schema.yaml). Each names an experiment (``table``) and reads its
 per-trial table (``results/per_trial/{experiment}.parquet``, one row per trial, matrix,
 recorded epoch and component). An *arm* is one value per trial: the rows matching a filter
 (setting values, ``component``, ``matrix`` — ``product`` unless given) at one epoch (the
 table's last unless ``epoch`` is given), field ``error`` unless ``field`` says ``trained`` or
 ``target``. Trials that diverged, and non-finite values, are left out. A derived component
-(:data:`matcond.selection.DERIVED`) is one value per trial computed from its rows:
+(:data:`matcond.claims.arms.DERIVED`) is one value per trial computed from its rows:
 ``gradient_ratio`` the median over epochs >= 1 of |dL/d sigma_1| / |dL/d sigma_min| (exp3),
 ``log_kappa_autocorrelation``, ``kappa_error_without_rank_cut`` (the κ error of a low-rank
 target as the peer review read it).
@@ -15,14 +15,14 @@ target as the peer review read it).
 A claim is the condition-number paper's (its text, slides, review), the Gauss-Newton paper's
 (a claim on a GN sweep's table, ``gn_{sweep}``) or our own check (theory, controls):
 ``source``, :func:`claim_source`; each is counted apart (:func:`scorecard`). A GN claim's
-arms are one value per seed of the sweep's table (:func:`matcond.selection.gn_arm`): its
+arms are one value per seed of the sweep's table (:func:`matcond.claims.arms.gn_arm`): its
 filter names the table's columns and the ``field`` read (``tightness_x_upper`` allows for the
 exact κ's rounding error); with statistic ``min`` or ``max`` each seed contributes its
 extreme over every network the filter matches ("every bound holds").
 
 ``kind`` says what is measured from the arms (``stat`` is the claim's ``statistic``: unless
 given, the mean for the paper's claims, which report means, and the component's headline
-statistic of :mod:`matcond.stats` for our checks — median for heavy-tailed components;
+statistic of :mod:`matcond.stats.summary` for our checks — median for heavy-tailed components;
 ``std`` for the paper's dispersions). The other location statistic (median for a mean, mean
 for a median) is measured too, as ``companion`` with its interval; a mean dominated by one
 trial says so in ``note``:
@@ -36,8 +36,8 @@ trial says so in ``note``:
 ``over: {key: [values]}`` evaluates the claim at each value of ``key`` (added to filter and
 baseline) and reduces with ``reduce`` (``min`` or ``max``): "at every learning rate".
 
-The 95 % interval is a bootstrap over trials (:func:`matcond.stats.bootstrap_ci`). Arms whose
-trials have the same seeds are resampled together (paired): a seed fixes the target, the data
+The 95 % interval is a bootstrap over trials (:func:`matcond.stats.summary.bootstrap_ci`). Arms
+whose trials have the same seeds are resampled together (paired): a seed fixes the target, the data
 stream and the init, so two arms with one seed differ only in what the claim compares.
 
 A theory claim (``paper_value: theory``) is measured as the ratio predicted / measured, its
@@ -62,7 +62,7 @@ Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger 
   heavy-tail rule's predictive verdict, for a claim on means or stds of a quantity whose tail
   index is not known to exceed 2 (4 for a std): is the paper's value a plausible statistic of
   an experiment of the paper's size (``heavy_tail`` in config/claims.yaml: ``paper_n``) drawn
-  from a pool of our trials? (:mod:`matcond.heavy_tail`; the columns ``rule`` to ``p_high``);
+  from a pool of our trials? (:mod:`matcond.stats.heavy_tail`; the columns ``rule`` to ``p_high``);
 - ``not comparable``: the rows are missing or the measurement is not finite;
 - ``not configured``: the claim's experiment is not in the config;
 - ``settings differ``: a paper's claim whose experiment (or GN sweep) this run configures
@@ -79,11 +79,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from matcond import heavy_tail, theory
-from matcond.claims_check import OWN, SOURCES, claim_source, heavy_tail_setting
+from matcond.claims.arms import BOUNDED, DERIVED, MissingRows, arm, cells, gn_arm
+from matcond.claims.check import OWN, SOURCES, claim_source, heavy_tail_setting
+from matcond.condition_number import theory
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-from matcond.selection import BOUNDED, DERIVED, MissingRows, arm, cells, gn_arm
-from matcond.stats import STATISTICS, bootstrap_ci, headline
+from matcond.stats import heavy_tail
+from matcond.stats.summary import STATISTICS, bootstrap_ci, headline
 
 CLAIM_COLUMNS = [
     "claim_id",
@@ -395,7 +396,7 @@ def evaluate_claim(
 def _heavy_tail_applies(claim: dict, statistic: str) -> bool:
     """Whether the heavy-tail rule may apply: a claim on a per-trial table (not a GN sweep's,
     not a theory prediction) judged on means or standard deviations of a quantity not bounded
-    by construction (:data:`matcond.selection.BOUNDED`)."""
+    by construction (:data:`matcond.claims.arms.BOUNDED`)."""
     named = {claim.get(arm_, {}).get("component") for arm_ in ("filter", "baseline")} - {None}
     bounded = bool(named) and named <= BOUNDED  # (a claim `over` components names none)
     return (
@@ -432,13 +433,14 @@ def _pool_samples(claim: dict, tables, pool: str) -> tuple[list[np.ndarray], obj
 def sampling_band(claim: dict, tables, pool: str, paper_n: int) -> tuple[float, float]:
     """Where an experiment of ``paper_n`` trials would put the claim's statistic: the central
     95 % of its values over ``paper_n`` trials drawn from the pool (:func:`_pool_samples`;
-    :func:`matcond.heavy_tail.sampling_band`). What a figure draws beside the paper's value."""
+    :func:`matcond.stats.heavy_tail.sampling_band`). What a figure draws beside the paper's
+    value."""
     samples, measure, _ = _pool_samples(claim, tables, pool)
     return heavy_tail.sampling_band(samples, measure, int(paper_n))
 
 
 def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -> str:
-    """The heavy-tail rule (:mod:`matcond.heavy_tail`): the tail index of every arm in the
+    """The heavy-tail rule (:mod:`matcond.stats.heavy_tail`): the tail index of every arm in the
     pool; where the smallest one's interval does not lie above the statistic's threshold,
     the verdict is predictive: is the paper's value (its range, or the interval its printed
     digits allow) a plausible ``paper_n``-trial statistic of the pool? The bootstrap interval
@@ -556,7 +558,7 @@ def evaluate(
 ) -> pd.DataFrame:
     """The claims table: one row per claim of ``claims`` (the parsed config/claims.yaml). A
     paper's claim on a table in ``settings_differ`` (table -> what differs from the paper
-    config, :func:`matcond.claims_check.settings_differences`) is measured but not judged:
+    config, :func:`matcond.claims.check.settings_differences`) is measured but not judged:
     its verdict is ``settings differ`` and its note says what differs."""
     tolerance = claims.get("default_tolerance", 0.25)
     theory_band = tuple(claims.get("theory_band", THEORY_BAND))

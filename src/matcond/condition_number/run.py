@@ -23,9 +23,11 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
-from matcond.components import compare, singular_values
+from matcond.condition_number.components import compare, singular_values
+from matcond.condition_number.models import teacher_weights
+from matcond.condition_number.training import TrainingOutcome, train
 from matcond.execution.devices import claim_device
-from matcond.files import (
+from matcond.pipeline.files import (
     SPEC_KEY,
     arrow_table,
     file_record,
@@ -35,8 +37,6 @@ from matcond.files import (
     write_manifest,
     write_parquet,
 )
-from matcond.models import teacher_weights
-from matcond.training import TrainingOutcome, train
 
 RESULT_COLUMNS = [
     "matrix",
@@ -89,7 +89,8 @@ class _TrialRecorder:
         return self.spectra[name]
 
     def record(self, epoch: int, matrices: dict, loss: float, gradient) -> None:
-        """matcond.training.RecordFn for this trial: its components at ``epoch``."""
+        """matcond.condition_number.training.RecordFn for this trial: its components at
+        ``epoch``."""
         spec = self.spec
         if spec["save_recorded_weights"]:  # copies: epoch 0's matrices are also ``initial``
             self.stages[f"epoch{epoch}"] = {name: w.copy() for name, w in matrices.items()}
@@ -129,8 +130,8 @@ class _TrialRecorder:
 def run_trials(
     specs: list[dict], device: torch.device
 ) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
-    """Train the trials of one setting side by side (matcond.training.train) and compare every
-    recorded matrix with its target.
+    """Train the trials of one setting side by side (matcond.condition_number.training.train) and
+    compare every recorded matrix with its target.
 
     Returns the trials' tidy tables as one, each trial's rows together in the order of
     ``specs`` (:func:`trial_rows`), and per spec the weights to save, keyed
@@ -169,7 +170,7 @@ def write_table(table, spec: dict, path: str | Path) -> None:
 
 def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) -> None:
     """Write the weights as float64 safetensors (atomically), with the spec and the digest of
-    the values (:func:`matcond.files.weights_digest`) in its metadata."""
+    the values (:func:`matcond.pipeline.files.weights_digest`) in its metadata."""
     arrays = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in weights.items()}
     tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
     meta = weights_metadata(spec, weights_digest(arrays))
@@ -199,7 +200,7 @@ def write_benchmark(path: str | Path, wall: float, compute: float) -> None:
 
 def trial_spec(cell: dict, seed: int) -> dict:
     """The canonical spec of the trial of setting ``cell`` with ``seed`` (keys sorted, as
-    :class:`matcond.trials.Trial` holds it): what its table and weights store."""
+    :class:`matcond.pipeline.trials.Trial` holds it): what its table and weights store."""
     return json.loads(json.dumps({**cell, "seed": seed}, sort_keys=True))
 
 
@@ -221,7 +222,7 @@ def run_block_job(
     ``block_json``: the block's setting (``spec``, without seed), its ``seeds`` and the seeds
     whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
     go beside ``manifest`` (``seed{s}.parquet``, ``seed{s}.safetensors``) as soon as it is
-    trained; then the manifest (:func:`matcond.files.write_manifest`) and the block's
+    trained; then the manifest (:func:`matcond.pipeline.files.write_manifest`) and the block's
     benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on the
     config's ``device`` (a GPU is claimed for the job's lifetime,
     :mod:`matcond.execution.devices`) from its own generators, so its files are the same

@@ -1,8 +1,8 @@
 """The report's pages of the claims: ``results/claims.html`` (every claim, the verdict first
 and coloured, the paper's value beside ours with its interval, grouped by paper and section)
 and ``results/scorecard.html`` (the verdict counts per paper, the report's landing page),
-written by rule `claims` from the table of :func:`matcond.claims.evaluate`; and any table as
-a page (:func:`table_page`: the diverged trials)."""
+written by rule `claims` from the table of :func:`matcond.claims.evaluate.evaluate`; and any table
+as a page (:func:`table_page`: the diverged trials)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from matcond.claims import VERDICTS, interval_text, scorecard
-from matcond.claims_check import SOURCES
+from matcond.claims.check import SOURCES
+from matcond.claims.evaluate import VERDICTS, interval_text, scorecard
 
 COLOURS = {
     "reproduced": "#1a7f37",

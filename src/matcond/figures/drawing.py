@@ -1,0 +1,19 @@
+"""Every figure of the catalog (matcond.figures.catalog) mapped to its drawing function.
+
+:data:`FIGURES` maps a figure's name to the function of the same name in its module:
+``paper`` (the condition-number paper), ``controls`` (our controls and analyses), ``depth``
+(the depth formula), ``gauss_newton`` (the GN paper). Each takes {table name: table}, a PNG
+path and a PDF path; the table ``paper_values`` (matcond.figures.style.PAPER_VALUES; may be
+absent) holds the papers' values the figure marks (matcond.claims.check.paper_values).
+"""
+
+from matcond.figures import controls, depth, gauss_newton, paper
+from matcond.figures.catalog import FIGURES as CATALOG
+
+MODULES = {
+    "paper": paper,
+    "controls": controls,
+    "depth": depth,
+    "gauss_newton": gauss_newton,
+}
+FIGURES = {name: getattr(MODULES[figure.module], name) for name, figure in CATALOG.items()}

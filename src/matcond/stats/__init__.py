@@ -1,0 +1,3 @@
+"""Statistics: bootstrap intervals and the tables of statistics per group, the exact
+bootstrap of a median, the heavy-tail rule.
+"""
