@@ -23,16 +23,13 @@ from matcond.claims.check import (
 from matcond.claims.evaluate import (
     CLAIM_COLUMNS,
     as_theory_ratio,
-    band,
     evaluate,
     power_note,
-    printed_half_unit,
-    scorecard,
-    summary_markdown,
-    to_markdown,
     trials_to_decide,
     verdict,
 )
+from matcond.claims.markdown import scorecard, summary_markdown, to_markdown
+from matcond.claims.measure import band, printed_half_unit
 from matcond.claims.readings import (
     calibrate,
     evaluate_readings,

@@ -13,7 +13,7 @@ import yaml
 
 from matcond.claims.arms import DERIVED as SELECTION_DERIVED
 from matcond.claims.check import DERIVED, load_schema, validate_claims
-from matcond.claims.evaluate import DEFAULT_THRESHOLD, REDUCE
+from matcond.claims.measure import DEFAULT_THRESHOLD, REDUCE
 from matcond.condition_number.run import RESULT_COLUMNS, run_trial
 from matcond.condition_number.theory import PREDICTED
 from matcond.pipeline.config import ConfigError

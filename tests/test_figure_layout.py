@@ -1,18 +1,12 @@
-"""The layout check every saved figure goes through (matcond.figures.style.layout_problems),
+"""The layout check every saved figure goes through (matcond.figures.layout.layout_problems),
 and how ``save`` writes the PNG from that check's draw."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 import PIL.Image
 
-from matcond.figures.style import (
-    DPI,
-    _drawn_ticklabels,
-    error_axis,
-    figure,
-    layout_problems,
-    save,
-)
+from matcond.figures.layout import _drawn_ticklabels, layout_problems
+from matcond.figures.style import DPI, error_axis, figure, save
 
 
 def labelled(ax, title: str = "t") -> None:

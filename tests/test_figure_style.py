@@ -12,16 +12,14 @@ import yaml
 from matplotlib.collections import PathCollection
 
 from matcond.claims.check import paper_values
+from matcond.figures.marks import OURS_BAND_LABEL, mark_paper, paper_rows
 from matcond.figures.style import (
     MIN_INTERVAL_N,
-    OURS_BAND_LABEL,
     PAPER_VALUES,
     error_axis,
     figure,
     interval_points,
-    mark_paper,
     median_line,
-    paper_rows,
 )
 from matcond.jobs.plot import with_sampling_bands
 from matcond.stats.heavy_tail import sampling_band

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from matcond.claims.evaluate import scorecard, summary_markdown
+from matcond.claims.markdown import scorecard, summary_markdown
 from matcond.pipeline.trials import format_value
 
 REPO = Path(__file__).resolve().parents[1]

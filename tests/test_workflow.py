@@ -487,7 +487,7 @@ def test_a_job_module_edit_reruns_exactly_its_rules_jobs(finished, small_config,
 
 
 def test_no_figure_has_a_layout_problem(finished):
-    """matcond.figures.style.layout_problems, run by every plot job: no overlapping texts, no
+    """matcond.figures.layout.layout_problems, run by every plot job: no overlapping texts, no
     legend over data, no unlabelled axis (its findings go to the plot's log)."""
     problems = {
         log.stem: [line for line in log.read_text().splitlines() if line.startswith("layout:")]

@@ -14,31 +14,13 @@ target as the peer review read it).
 
 A claim is the condition-number paper's (its text, slides, review), the Gauss-Newton paper's
 (a claim on a GN sweep's table, ``gn_{sweep}``) or our own check (theory, controls):
-``source``, :func:`claim_source`; each is counted apart (:func:`scorecard`). A GN claim's
-arms are one value per seed of the sweep's table (:func:`matcond.claims.arms.gn_arm`): its
-filter names the table's columns and the ``field`` read (``tightness_x_upper`` allows for the
+``source``, :func:`claim_source`; each is counted apart (:func:`matcond.claims.markdown.scorecard`).
+A GN claim's arms are one value per seed of the sweep's table (:func:`matcond.claims.arms.gn_arm`):
+its filter names the table's columns and the ``field`` read (``tightness_x_upper`` allows for the
 exact κ's rounding error); with statistic ``min`` or ``max`` each seed contributes its
 extreme over every network the filter matches ("every bound holds").
 
-``kind`` says what is measured from the arms (``stat`` is the claim's ``statistic``: unless
-given, the mean for the paper's claims, which report means, and the component's headline
-statistic of :mod:`matcond.stats.summary` for our checks — median for heavy-tailed components;
-``std`` for the paper's dispersions). The other location statistic (median for a mean, mean
-for a median) is measured too, as ``companion`` with its interval; a mean dominated by one
-trial says so in ``note``:
-
-- ``value``: stat(filter);
-- ``ratio``: stat(filter) / stat(baseline); ``improvement``: 1 - that ratio;
-- ``improvement_gap``: improvement of ``components[0]`` minus improvement of ``components[1]``
-  (filter vs baseline, each with that component);
-- ``correlation``: Spearman's rank correlation of the per-trial values of filter and baseline.
-
-``over: {key: [values]}`` evaluates the claim at each value of ``key`` (added to filter and
-baseline) and reduces with ``reduce`` (``min`` or ``max``): "at every learning rate".
-
-The 95 % interval is a bootstrap over trials (:func:`matcond.stats.summary.bootstrap_ci`). Arms
-whose trials have the same seeds are resampled together (paired): a seed fixes the target, the data
-stream and the init, so two arms with one seed differ only in what the claim compares.
+What is measured and its interval: :mod:`matcond.claims.measure`.
 
 A theory claim (``paper_value: theory``) is measured as the ratio predicted / measured, its
 interval from the measured statistic's, and its band is ``theory_band``
@@ -47,8 +29,8 @@ of kind ``ratio`` holds a prediction made per trial (the depth formula's ``predi
 matrices, table ``depth_theory``) in its filter's arm and the measurement in its baseline's:
 the ratio of their statistics, resampled in pairs, against ``theory_band``.
 
-Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger of
-``default_tolerance`` (relative) and half a unit of its printed precision):
+Verdicts (``band``, :func:`matcond.claims.measure.band`: the paper's range, or its value ± the
+larger of ``default_tolerance`` (relative) and half a unit of its printed precision):
 
 - ``reproduced``: the interval lies inside the band;
 - ``not reproduced`` also where a value claim on every trial (statistic ``min``/``max``) has
@@ -71,20 +53,24 @@ Verdicts (``band``, :func:`band`: the paper's range, or its value ± the larger 
 
 from __future__ import annotations
 
-import decimal
-import functools
 import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
-from matcond.claims.arms import BOUNDED, DERIVED, MissingRows, arm, cells, gn_arm
-from matcond.claims.check import OWN, SOURCES, claim_source, heavy_tail_setting
-from matcond.condition_number import theory
+from matcond.claims.arms import BOUNDED, MissingRows, cells
+from matcond.claims.check import OWN, claim_source, heavy_tail_setting
+from matcond.claims.measure import (
+    DEFAULT_THRESHOLD,
+    THEORY_BAND,
+    band,
+    estimate,
+    measurement,
+    paired_values,
+    reference,
+)
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.stats import heavy_tail
-from matcond.stats.summary import STATISTICS, bootstrap_ci, headline
 
 CLAIM_COLUMNS = [
     "claim_id",
@@ -130,146 +116,7 @@ VERDICTS = (
     "not comparable",
     "not configured",
 )
-DEFAULT_THRESHOLD = {"ratio": 1.0, "improvement": 0.0, "improvement_gap": 0.0, "correlation": 0.0}
-REDUCE = {"min": np.minimum, "max": np.maximum}
-THEORY_BAND = (0.8, 1.25)  # default of claims.yaml's theory_band
-EXTREMES = ("min", "max")  # statistics of a claim on every trial (or network)
 FEW_TRIALS = 5  # below this many trials a claim's note warns that its interval undercovers
-
-
-def _spearman(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    ra, rb = scipy_stats.rankdata(a, axis=axis), scipy_stats.rankdata(b, axis=axis)
-    ra = ra - ra.mean(axis=axis, keepdims=True)
-    rb = rb - rb.mean(axis=axis, keepdims=True)
-    with np.errstate(all="ignore"):
-        return (ra * rb).sum(axis) / np.sqrt((ra**2).sum(axis) * (rb**2).sum(axis))
-
-
-def _statistic(claim: dict, component: str | None) -> str:
-    """The statistic a claim is judged on: its own ``statistic``; else for the papers' claims
-    the mean (both report means ± std), for our checks the component's headline (the median
-    for a GN field, heavy-tailed as κ is)."""
-    if claim.get("statistic"):
-        return claim["statistic"]
-    if component in DERIVED or (component is None and claim_source(claim) == OWN):
-        return "median"
-    return "mean" if claim_source(claim) != OWN else headline(component)
-
-
-def _measurement(claim: dict, tables: dict[str, pd.DataFrame]):
-    """The claim's arms, the function of them it measures, and the statistic's name."""
-    table = tables[claim["table"]]
-    kind = claim.get("kind", "value")
-    ((over_key, over_values),) = claim.get("over", {None: [None]}).items()
-    wheres, terms = [], []  # terms: per over-value, the arm indices of each comparison
-    for value in over_values:
-        extra = {} if over_key is None else {over_key: value}
-        filt = {**claim.get("filter", {}), **extra}
-        base = {**claim.get("baseline", {}), **extra}
-        if kind == "value":
-            comparisons = [(filt,)]
-        elif kind == "improvement_gap":
-            comparisons = [
-                ({**filt, "component": c}, {**base, "component": c}) for c in claim["components"]
-            ]
-        else:
-            comparisons = [(filt, base)]
-        term = []
-        for comparison in comparisons:
-            term.append(range(len(wheres), len(wheres) + len(comparison)))
-            wheres.extend(comparison)
-        terms.append(term)
-    names = [_statistic(claim, w.get("component")) for w in wheres]
-    if claim["table"].startswith(GN_TABLE_PREFIX):
-        reduce_rows = [name if name in EXTREMES else None for name in names]
-        arms = [gn_arm(table, w, r) for w, r in zip(wheres, reduce_rows, strict=True)]
-    else:
-        arms = [arm(table, w, claim.get("field", "error")) for w in wheres]
-    stat = [STATISTICS[name] for name in names]
-
-    def compare(index: range, samples, axis: int) -> np.ndarray:
-        if len(index) == 1:
-            return stat[index[0]](samples[index[0]], axis=axis)
-        a, b = index
-        if kind == "correlation":
-            return _spearman(samples[a], samples[b], axis=axis)
-        ratio = stat[a](samples[a], axis=axis) / stat[b](samples[b], axis=axis)
-        return ratio if kind == "ratio" else 1 - ratio
-
-    reduce = REDUCE[claim.get("reduce", "min")]
-
-    def measure(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
-        values = []
-        for term in terms:
-            parts = [compare(index, samples, axis) for index in term]
-            values.append(parts[0] - parts[1] if kind == "improvement_gap" else parts[0])
-        return functools.reduce(reduce, values)
-
-    statistic = "spearman" if kind == "correlation" else "/".join(dict.fromkeys(names))
-    if len(wheres) == 1:  # one arm: the statistic itself (the median's interval is exact)
-        return arms, stat[0], statistic
-    return arms, measure, statistic
-
-
-def _paired(arms: list[pd.Series]) -> tuple[list[np.ndarray], bool]:
-    """The arms' values, paired on the seeds they share (a seed fixes target, data and init):
-    a trial missing from one arm (diverged, not finite) leaves all of them. Arms with fewer
-    than two common seeds stay as they are (resampled independently)."""
-    common = arms[0].index
-    for a in arms[1:]:
-        common = common.intersection(a.index)
-    paired = len(arms) > 1 and len(common) >= 2
-    if paired:
-        arms = [a.loc[common] for a in arms]
-    return [a.to_numpy() for a in arms], paired
-
-
-def _estimate(arms: list[pd.Series], measure) -> tuple[float, float, float, bool, int]:
-    """The measurement on the arms (:func:`_paired`) and its bootstrap interval, and the
-    trials it used."""
-    samples, paired = _paired(arms)
-    n = min(s.size for s in samples)
-    if n == 0:  # every trial of an arm left out (diverged, not finite)
-        return math.nan, math.nan, math.nan, paired, n
-    with np.errstate(all="ignore"):
-        value = float(measure(*samples))
-    if not math.isfinite(value):
-        return value, math.nan, math.nan, paired, n
-    low, high = bootstrap_ci(samples, measure, paired=paired)
-    return value, float(low), float(high), paired, n
-
-
-def printed_half_unit(value: float) -> float:
-    """Half a unit of the last digit of ``value`` as written (0.001 -> 0.0005, 1.0 -> 0.05)."""
-    return 0.5 * 10.0 ** decimal.Decimal(repr(value)).as_tuple().exponent
-
-
-def band(claim: dict, tolerance: float) -> tuple[float, float]:
-    """The one band rule: the paper's range where it gives one; else its value ± the larger of
-    ``tolerance`` (relative) and half a unit of its printed precision."""
-    paper = claim["paper_value"]
-    if isinstance(paper, list):
-        return float(paper[0]), float(paper[1])
-    spread = max(tolerance * abs(paper), printed_half_unit(paper))
-    return paper - spread, paper + spread
-
-
-def reference(
-    claim: dict,
-    tables: dict[str, pd.DataFrame],
-    tolerance: float,
-    theory_band: tuple[float, float] = THEORY_BAND,
-):
-    """The band a claim's interval is held against: the paper's (:func:`band`); for
-    ``paper_value: theory`` the theory's prediction for the filter's trials (a point), or, for
-    a ratio (the filter's arm a prediction, the baseline's the measurement), ``theory_band``."""
-    if claim["paper_value"] != "theory":
-        return band(claim, tolerance)
-    if claim.get("kind") == "ratio":
-        return theory_band
-    inputs = theory.trial_inputs(tables[claim["table"]], claim["filter"])
-    predicted = theory.predict(inputs, claim["filter"]["component"])
-    return predicted, predicted
 
 
 def _direction(claim: dict, tables, low: float, high: float) -> bool:
@@ -277,8 +124,8 @@ def _direction(claim: dict, tables, low: float, high: float) -> bool:
     kind = claim.get("kind", "value")
     if kind == "value" and "baseline" in claim and "expect_than" not in claim:
         ratio = {**claim, "kind": "ratio"}
-        arms, measure, _ = _measurement(ratio, tables)
-        _, low, high, _, _ = _estimate(arms, measure)
+        arms, measure, _ = measurement(ratio, tables)
+        _, low, high, _, _ = estimate(arms, measure)
         threshold = 1.0
     else:
         threshold = claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
@@ -314,8 +161,8 @@ def _companion(claim: dict, tables, statistic: str) -> tuple[float, float, float
     other = {"mean": "median", "median": "mean"}.get(statistic)
     if other is None or claim.get("kind", "value") == "correlation":
         return math.nan, math.nan, math.nan
-    arms, measure, _ = _measurement({**claim, "statistic": other}, tables)
-    value, low, high, _, _ = _estimate(arms, measure)
+    arms, measure, _ = measurement({**claim, "statistic": other}, tables)
+    value, low, high, _, _ = estimate(arms, measure)
     return value, low, high
 
 
@@ -356,8 +203,8 @@ def evaluate_claim(
         return {**row, "verdict": "not configured", "note": f"no experiment {claim['table']}"}
     try:
         row["band_low"], row["band_high"] = reference(claim, tables, tolerance, theory_band)
-        arms, measure, statistic = _measurement(claim, tables)
-        value, low, high, paired, n = _estimate(arms, measure)
+        arms, measure, statistic = measurement(claim, tables)
+        value, low, high, paired, n = estimate(arms, measure)
         row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
         row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
         if claim["paper_value"] == "theory" and row["kind"] == "ratio":
@@ -422,12 +269,12 @@ def _pool_samples(claim: dict, tables, pool: str) -> tuple[list[np.ndarray], obj
     :func:`_pool_holds`), and the pool's name."""
     if pool != claim["table"] and pool in tables and _pool_holds(claim, tables, pool):
         try:
-            arms, measure, _ = _measurement({**claim, "table": pool}, tables)
-            return _paired(arms)[0], measure, pool
+            arms, measure, _ = measurement({**claim, "table": pool}, tables)
+            return paired_values(arms)[0], measure, pool
         except MissingRows:
             pass
-    arms, measure, _ = _measurement(claim, tables)
-    return _paired(arms)[0], measure, claim["table"]
+    arms, measure, _ = measurement(claim, tables)
+    return paired_values(arms)[0], measure, claim["table"]
 
 
 def sampling_band(claim: dict, tables, pool: str, paper_n: int) -> tuple[float, float]:
@@ -573,77 +420,3 @@ def evaluate(
             row["note"] = "; ".join(filter(None, [note, row["note"]]))
             row["verdict"] = "settings differ"
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
-
-
-def scorecard(table: pd.DataFrame) -> pd.DataFrame:
-    """Verdict counts per source (the paper's claims apart from our own checks)."""
-    counts = pd.crosstab(table["source"], table["verdict"])
-    counts = counts.reindex(index=[s for s in SOURCES if s in counts.index])
-    counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
-    counts.insert(0, "claims", counts.sum(axis=1))
-    return counts.reset_index()
-
-
-def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The scorecard, then the claims of each source (the papers' first), as named sections."""
-    sections = {"Scorecard": scorecard(table)}
-    for source in SOURCES:
-        if (table["source"] == source).any():
-            sections[f"Claims: {source}"] = table[table["source"] == source]
-    return sections
-
-
-def interval_text(value: float, low: float, high: float) -> str:
-    """An estimate with its interval, to 3 significant digits: "0.5 [0.27, 0.86]" (the
-    estimate alone where it has no interval)."""
-    if math.isnan(low) and math.isnan(high):
-        return f"{value:.3g}"
-    return f"{value:.3g} [{low:.3g}, {high:.3g}]"
-
-
-def summary_markdown(table: pd.DataFrame) -> str:
-    """``results/summary.md``: the scorecard, then per source and verdict one line per claim
-    (statement, measurement with its interval, the paper's value, the companion and the
-    note), written from the claims table so that no prose restates a number by hand."""
-    lines = ["# What the claims say", "", "Written by rule `claims` from `results/claims.csv`.", ""]
-    lines += ["## Scorecard", "", to_markdown(scorecard(table))]
-    for source in SOURCES:
-        rows = table[table["source"] == source]
-        if rows.empty:
-            continue
-        lines += [f"## {source}", ""]
-        for name in VERDICTS:
-            chosen = rows[rows["verdict"] == name]
-            if chosen.empty:
-                continue
-            lines += [f"### {name} ({len(chosen)})", ""]
-            for row in chosen.itertuples(index=False):
-                text = f"- `{row.claim_id}` ({row.where}): {row.statement}."
-                if math.isfinite(row.measured):
-                    measured = interval_text(row.measured, row.ci_low, row.ci_high)
-                    text += f" Measured ({row.statistic}, n = {row.n:.0f}): {measured}"
-                    text += f"; band [{row.band_low:.3g}, {row.band_high:.3g}]"
-                    text += f" (paper: {row.paper_value})."
-                if math.isfinite(row.companion):
-                    companion = interval_text(
-                        row.companion, row.companion_ci_low, row.companion_ci_high
-                    )
-                    text += f" Companion: {companion}."
-                if row.note:
-                    text += f" Note: {row.note}."
-                lines.append(text)
-            lines.append("")
-    return "\n".join(lines)
-
-
-def to_markdown(table: pd.DataFrame) -> str:
-    """A table as Markdown, numbers to 3 significant digits."""
-
-    def fmt(v):
-        return f"{v:.3g}" if isinstance(v, float | np.floating) else str(v)
-
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    lines += [
-        "| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)
-    ]
-    return "\n".join(lines) + "\n"

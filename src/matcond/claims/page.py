@@ -14,7 +14,8 @@ from collections.abc import Callable
 import pandas as pd
 
 from matcond.claims.check import SOURCES
-from matcond.claims.evaluate import VERDICTS, interval_text, scorecard
+from matcond.claims.evaluate import VERDICTS
+from matcond.claims.markdown import interval_text, scorecard
 
 COLOURS = {
     "reproduced": "#1a7f37",

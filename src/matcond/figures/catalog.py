@@ -1,12 +1,12 @@
 """Every figure of both papers: what it needs, its report category and its caption (reST).
 
-One catalog for the rules (which figures to draw, from which tables), the drawing code
-(matcond.figures: the function of the same name in the figure's ``module``) and the report.
-Light on purpose (no plotting imports): the Snakefile reads it at parse time.
+One catalog for the rules, the drawing code (matcond.figures.drawing: the function of the same
+name in the figure's ``module``) and the report. Light: the Snakefile reads it at parse time.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -254,16 +254,19 @@ GN_TABLES = (
 GN_CATEGORY = "Gauss-Newton conditioning"
 
 
-def _gn(part: str, caption: str) -> Figure:
-    """A GN figure drawn from the table of GN part ``part`` (a sweep, or exp7)."""
+def _gn(part: str, caption: str, module: str = "gauss_newton") -> Figure:
+    """A GN figure drawn from the table of GN part ``part`` (a sweep, or exp7) by ``module``."""
     return Figure(
         (),
         GN_CATEGORY,
         caption + " " + GN_TABLES,
         tables=(f"gn_{part}",),
         gauss_newton=(part,),
-        module="gauss_newton",
+        module=module,
     )
+
+
+_gn_training = functools.partial(_gn, module="gn_training")  # matcond.figures.gn_training
 
 
 FIGURES |= {
@@ -277,7 +280,7 @@ FIGURES |= {
         "bound's tightness bound / exact (median, whiskers from the smallest to the largest "
         "trial); 1 (dotted) is a tight bound.",
     ),
-    "gn_along_training": _gn(
+    "gn_along_training": _gn_training(
         "along_training",
         "The GN bounds along the workflow's own training runs (the experiment named by "
         "gauss_newton.along_training, whose trials save their weights at every recorded "
@@ -286,7 +289,7 @@ FIGURES |= {
         "and 3 and the ReLU MLP, on n samples of N(0, I) (the training distribution) and on "
         "the same samples whitened.",
     ),
-    "gn_fig1_pruning": _gn(
+    "gn_fig1_pruning": _gn_training(
         "fig1_pruning",
         "GN paper Fig. 1 on digits: a bias-free ReLU MLP pruned layer by layer by magnitude at "
         "Kaiming init. Left: training loss (MSE to one-hot, SGD) per prune rate; right: GN "
@@ -355,7 +358,7 @@ FIGURES |= {
     ),
 }
 FIGURES |= {
-    "gn_fig10_linear_training": _gn(
+    "gn_fig10_linear_training": _gn_training(
         "fig10_linear_training",
         "GN paper Fig. 10 (appendix D): a deep linear net trained by SGD on whitened digits "
         "(the paper: 3 layers, m = 500, 5000 epochs on whitened 8x8 CIFAR-10, n = 1000; here "
@@ -363,28 +366,28 @@ FIGURES |= {
         "condition number on all training rows and Lemma 2's convex form (dashed), at the "
         "recorded epochs. Medians with bootstrap bands (the paper: mean and one std).",
     ),
-    "gn_fig11_partial_products": _gn(
+    "gn_fig11_partial_products": _gn_training(
         "fig10_linear_training",
         "GN paper Fig. 11 (appendix E): for the deepest net of Fig. 10, the squared condition "
         "number and the smallest squared singular value of the partial products W^{l-1:1} "
         "(left) and W^{L:l+1} (right) per layer l during training (an empty product is the "
         "identity). The paper's setting: downsampled MNIST, d = 196.",
     ),
-    "gn_fig12_self_balancing": _gn(
+    "gn_fig12_self_balancing": _gn_training(
         "fig10_linear_training",
         "GN paper Fig. 12 (appendix E): Lemma 2's per-layer terms "
         "kappa^2(W^{L:l+1}) kappa^2(W^{l-1:1}) without (left) and with (right) their weights "
         "gamma_l, for the deepest net of Fig. 10 during training: the weights damp the layers "
         "whose terms are large ('self-balancing').",
     ),
-    "gn_fig18_relu_training": _gn(
+    "gn_fig18_relu_training": _gn_training(
         "fig18_relu_training",
         "GN paper Fig. 18 (appendix I.2): one-hidden-layer ReLU nets of several widths trained "
         "by SGD on raw digits (the paper: n = 1000 of MNIST, learning rates 0.3 for m = 15, 20 "
         "and 0.5 otherwise, Xavier normal init), training loss (left) and the GN condition "
         "number on the first training rows (right) at the recorded epochs.",
     ),
-    "gn_fig9_spectrum": _gn(
+    "gn_fig9_spectrum": _gn_training(
         "fig18_relu_training",
         "GN paper Fig. 9 (appendix C): the whole GN spectrum (descending) of one net of Fig. 18 "
         "at init and after training, with the star at the numerical rank that defines the "
@@ -401,19 +404,19 @@ PRUNING_CAPTION = (
     "parameters (BatchNorm with the GN rows' full-batch statistics), and the GN rank."
 )
 FIGURES |= {
-    "gn_fig13_pruning_vit": _gn(
+    "gn_fig13_pruning_vit": _gn_training(
         "fig13_pruning_vit",
         "GN paper Fig. 13: a small Vision Transformer (AdamW) " + PRUNING_CAPTION,
     ),
-    "gn_fig14_pruning_resnet20": _gn(
+    "gn_fig14_pruning_resnet20": _gn_training(
         "fig14_pruning_resnet20",
         "GN paper Fig. 14: a ResNet-20-style CNN (SGD with momentum) " + PRUNING_CAPTION,
     ),
-    "gn_fig15_pruning_resnet32": _gn(
+    "gn_fig15_pruning_resnet32": _gn_training(
         "fig15_pruning_resnet32",
         "GN paper Fig. 15: a ResNet-32-style CNN (SGD with momentum) " + PRUNING_CAPTION,
     ),
-    "gn_fig16_pruning_vgg5": _gn(
+    "gn_fig16_pruning_vgg5": _gn_training(
         "fig16_pruning_vgg5",
         "GN paper Fig. 16: a VGG-5-style CNN (SGD with momentum) " + PRUNING_CAPTION,
     ),

@@ -11,7 +11,8 @@ import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
 from matcond.claims.arms import arm
-from matcond.claims.evaluate import THEORY_BAND
+from matcond.claims.measure import THEORY_BAND
+from matcond.figures.marks import legend_outside
 from matcond.figures.style import (
     ERROR_LABEL,
     Tables,
@@ -20,7 +21,6 @@ from matcond.figures.style import (
     grouped_lines,
     interval_line,
     interval_points,
-    legend_outside,
     n_label,
     palette,
     product_rows,

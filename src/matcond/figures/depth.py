@@ -6,15 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matcond.figures.style import (
-    Tables,
-    error_axis,
-    figure,
-    legend_outside,
-    palette,
-    save,
-    whiskers,
-)
+from matcond.figures.marks import legend_outside
+from matcond.figures.style import Tables, error_axis, figure, palette, save, whiskers
 
 # The line of each prediction (matcond.condition_number.depth_theory.PREDICTIONS; the table names
 # them).

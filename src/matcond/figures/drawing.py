@@ -2,12 +2,12 @@
 
 :data:`FIGURES` maps a figure's name to the function of the same name in its module:
 ``paper`` (the condition-number paper), ``controls`` (our controls and analyses), ``depth``
-(the depth formula), ``gauss_newton`` (the GN paper). Each takes {table name: table}, a PNG
-path and a PDF path; the table ``paper_values`` (matcond.figures.style.PAPER_VALUES; may be
-absent) holds the papers' values the figure marks (matcond.claims.check.paper_values).
+(the depth formula), ``gauss_newton`` and ``gn_training`` (the GN paper). Each takes {table name:
+table}, a PNG path and a PDF path; the table ``paper_values`` (matcond.figures.style.PAPER_VALUES;
+may be absent) holds the papers' values the figure marks (matcond.claims.check.paper_values).
 """
 
-from matcond.figures import controls, depth, gauss_newton, paper
+from matcond.figures import controls, depth, gauss_newton, gn_training, paper
 from matcond.figures.catalog import FIGURES as CATALOG
 
 MODULES = {
@@ -15,5 +15,6 @@ MODULES = {
     "controls": controls,
     "depth": depth,
     "gauss_newton": gauss_newton,
+    "gn_training": gn_training,
 }
 FIGURES = {name: getattr(MODULES[figure.module], name) for name, figure in CATALOG.items()}

@@ -11,6 +11,13 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond.claims.arms import arm
+from matcond.figures.marks import (
+    legend_entries,
+    legend_outside,
+    mark_paper,
+    paper_legend,
+    paper_rows,
+)
 from matcond.figures.style import (
     ERROR_LABEL,
     PAPER_COMPONENTS,
@@ -19,14 +26,9 @@ from matcond.figures.style import (
     figure,
     grouped_lines,
     interval_points,
-    legend_entries,
-    legend_outside,
     lines,
-    mark_paper,
     n_label,
     palette,
-    paper_legend,
-    paper_rows,
     product_rows,
     save,
     sparse_log_labels,
@@ -43,7 +45,7 @@ def small_multiples(
 ):
     """One panel per component (so that components with equal errors do not hide each other),
     its headline statistic with the 95 % interval against ``x``, and the papers' values
-    (:func:`matcond.figures.style.paper_rows`) where ``paper`` has some."""
+    (:func:`matcond.figures.marks.paper_rows`) where ``paper`` has some."""
     ncols = 4
     nrows = -(-len(components) // ncols)
     fig, axes = figure(ncols, width=3.6, nrows=nrows, height=3.0)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from matcond.claims.evaluate import by_source, evaluate, summary_markdown, to_markdown
+from matcond.claims.evaluate import evaluate
+from matcond.claims.markdown import by_source, summary_markdown, to_markdown
 from matcond.claims.page import claims_page, landing_scorecard
 from matcond.claims.readings import (
     calibrate,

@@ -9,7 +9,7 @@ import pandas as pd
 from matcond.claims.arms import MissingRows
 from matcond.claims.evaluate import sampling_band
 from matcond.figures.drawing import FIGURES
-from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: F401 (the job server calls it)
+from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: F401 the job server calls it
 from matcond.pipeline.files import read_parquet
 
 PER_TRIAL = "_per_trial"  # the suffix of a per-trial table's input name

@@ -1,0 +1,86 @@
+"""The claims table as Markdown (results/claims.md, summary.md) and its verdict counts per
+source (the scorecard)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from matcond.claims.check import SOURCES
+from matcond.claims.evaluate import VERDICTS
+
+
+def scorecard(table: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts per source (the paper's claims apart from our own checks)."""
+    counts = pd.crosstab(table["source"], table["verdict"])
+    counts = counts.reindex(index=[s for s in SOURCES if s in counts.index])
+    counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
+    counts.insert(0, "claims", counts.sum(axis=1))
+    return counts.reset_index()
+
+
+def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The scorecard, then the claims of each source (the papers' first), as named sections."""
+    sections = {"Scorecard": scorecard(table)}
+    for source in SOURCES:
+        if (table["source"] == source).any():
+            sections[f"Claims: {source}"] = table[table["source"] == source]
+    return sections
+
+
+def interval_text(value: float, low: float, high: float) -> str:
+    """An estimate with its interval, to 3 significant digits: "0.5 [0.27, 0.86]" (the
+    estimate alone where it has no interval)."""
+    if math.isnan(low) and math.isnan(high):
+        return f"{value:.3g}"
+    return f"{value:.3g} [{low:.3g}, {high:.3g}]"
+
+
+def summary_markdown(table: pd.DataFrame) -> str:
+    """``results/summary.md``: the scorecard, then per source and verdict one line per claim
+    (statement, measurement with its interval, the paper's value, the companion and the
+    note), written from the claims table so that no prose restates a number by hand."""
+    lines = ["# What the claims say", "", "Written by rule `claims` from `results/claims.csv`.", ""]
+    lines += ["## Scorecard", "", to_markdown(scorecard(table))]
+    for source in SOURCES:
+        rows = table[table["source"] == source]
+        if rows.empty:
+            continue
+        lines += [f"## {source}", ""]
+        for name in VERDICTS:
+            chosen = rows[rows["verdict"] == name]
+            if chosen.empty:
+                continue
+            lines += [f"### {name} ({len(chosen)})", ""]
+            for row in chosen.itertuples(index=False):
+                text = f"- `{row.claim_id}` ({row.where}): {row.statement}."
+                if math.isfinite(row.measured):
+                    measured = interval_text(row.measured, row.ci_low, row.ci_high)
+                    text += f" Measured ({row.statistic}, n = {row.n:.0f}): {measured}"
+                    text += f"; band [{row.band_low:.3g}, {row.band_high:.3g}]"
+                    text += f" (paper: {row.paper_value})."
+                if math.isfinite(row.companion):
+                    companion = interval_text(
+                        row.companion, row.companion_ci_low, row.companion_ci_high
+                    )
+                    text += f" Companion: {companion}."
+                if row.note:
+                    text += f" Note: {row.note}."
+                lines.append(text)
+            lines.append("")
+    return "\n".join(lines)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """A table as Markdown, numbers to 3 significant digits."""
+
+    def fmt(v):
+        return f"{v:.3g}" if isinstance(v, float | np.floating) else str(v)
+
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += [
+        "| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)
+    ]
+    return "\n".join(lines) + "\n"
