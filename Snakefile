@@ -16,11 +16,12 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/execution.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/plots.smk"
-include: "workflow/rules/claims.smk"
 include: "workflow/rules/own_weights.smk"
 include: "workflow/rules/gauss_newton.smk"
 
@@ -28,4 +29,4 @@ include: "workflow/rules/gauss_newton.smk"
 rule all:
     default_target: True
     input:
-        all_targets(),
+        PLAN.targets(),

@@ -3,7 +3,7 @@ rule aggregate:
     and its per-trial table (every trial's rows stacked) for the claims and the theory.
     """
     input:
-        experiment_manifests,
+        lambda wildcards: PLAN.experiment_manifests(wildcards.experiment),
     output:
         parquet="results/tables/{experiment}.parquet",
         csv="results/tables/{experiment}.csv",
@@ -35,7 +35,7 @@ rule divergence:
     """Every trial whose loss or weights became non-finite, with its epoch: the table behind
     the run's closing summary line and the report's list."""
     input:
-        all_manifests(),
+        PLAN.manifests(),
     output:
         csv=DIVERGED_TABLE,
         html=report(

@@ -1,11 +1,55 @@
+# The claims of config/claims.yaml, validated in the main process before any job (names the
+# offending claim), and the start-up notes on what this config leaves out.
+from matcond.claims.check import DEPTH_TABLE, pool_mismatches, validate_claims
+from matcond.figures.captions import config_notes
+from matcond.gn_experiments.columns import GN_TABLE_PREFIX
+
+if workflow.is_main_process:
+    try:
+        _claims = claims_yaml()
+        _paper = CONFIG_FILES.get(PAPER_CONFIG.resolve()) or load_yaml(PAPER_CONFIG)
+        _sweeps = {*_paper.get("gauss_newton", {}).get("sweeps", {}), *GN["sweeps"]}
+        validate_claims(
+            _claims,
+            {
+                *_paper["experiments"],
+                *TRIALS,
+                *(f"{GN_TABLE_PREFIX}{s}" for s in _sweeps),
+            },
+            CLAIMS_FILE,
+        )
+    except ConfigError as err:
+        sys.exit(f"Invalid claims: {err}")
+    for _problem in pool_mismatches(
+        _claims.get("heavy_tail", {}), table_settings(TRIALS, {})
+    ):
+        print(
+            f"Note: {_problem}: its claims there draw from their own trials",
+            file=sys.stderr,
+        )
+    for _note in config_notes(
+        [*TRIALS, *([DEPTH_TABLE] if PLAN.depth_trials else [])],
+        PLAN.gn_parts,
+        [c["table"] for c in _claims["claims"]],
+        [
+            *(r["experiment"] for r in _claims.get("readings", [])),
+            *(e["pool"] for e in _claims.get("heavy_tail", {}).values() if "pool" in e),
+            *config["theory"]["experiments"],
+            *config["depth_theory"]["experiments"],
+            *(GN[p]["experiment"] for p in PLAN.gn_trials),
+        ],
+    ):
+        print(f"Note: {_note}", file=sys.stderr)
+
+
 rule claims:
     """Check every quantitative claim of config/claims.yaml against the per-trial tables and
     the GN sweeps' tables (a bootstrap interval and a verdict per claim), and again under
     each reading of the paper's ambiguous settings."""
     input:
         claims=CLAIMS_FILE,
-        tables=claims_tables(),
-        gn_tables=all_gn_sweep_tables(),
+        tables=PLAN.claims_tables(),
+        gn_tables=PLAN.gn_sweep_tables(),
     output:
         csv="results/claims.csv",
         parquet="results/claims.parquet",

@@ -1,9 +1,10 @@
 # Gauss-Newton conditioning (second paper): the bounds on saved weights (exp7 at init and
 # after training, along_training at every recorded epoch; one job per trial, then one table
-# per part) and the paper's sweeps (one job per sweep, one table each). Settings: the config's `gauss_newton` block (schema); tables:
-# src/matcond/gn_experiments; figures: the `plot` rule (matcond.figures.catalog). Every job runs on the
-# CPU in float64 with one thread: its largest eigenproblem is 4096 x 4096 at paper scale.
-# (GN_TRIAL_SETTINGS and GN_SWEEP_SETTINGS, the settings of each part: common.smk)
+# per part) and the paper's sweeps (one job per sweep, one table each). Settings: the config's
+# `gauss_newton` block (schema; per part: matcond.pipeline.plan.Plan.gn_trial_settings and
+# gn_sweep_settings); tables: src/matcond/gn_experiments; figures: the `plot` rule
+# (matcond.figures.catalog). Every job runs on the CPU in float64 with one thread: its largest
+# eigenproblem is 4096 x 4096 at paper scale.
 
 
 rule gn_trial:
@@ -19,7 +20,7 @@ rule gn_trial:
     benchmark:
         "results/benchmarks/gn/{part}/{trial}.tsv"
     wildcard_constraints:
-        part="|".join(GN_TRIAL_STAGES),
+        part="|".join(PLAN.gn_trial_stages),
     priority: 1  # seconds each (dense depth-3 forms): before the remaining trainings
     conda:
         "../../envs/matcond.yaml"
@@ -28,14 +29,14 @@ rule gn_trial:
         gpu=0,
         # dense GN forms of side dim^2 (a few float64 copies) plus torch
         mem_mb=lambda wildcards: trial_mem_mb(
-            TRIAL_BY_PATH[wildcards.trial].spec["dim"], gn=True
+            PLAN.trial_by_path[wildcards.trial].spec["dim"], gn=True
         ),
         runtime=30,
     params:
         **rule_params(
             "gn_trial",
             spec=trial_spec,
-            settings=lambda wildcards: GN_TRIAL_SETTINGS[wildcards.part],
+            settings=lambda wildcards: PLAN.gn_trial_settings[wildcards.part],
         ),
     shell:
         JOB
@@ -44,10 +45,7 @@ rule gn_trial:
 rule gn_trials_table:
     """Statistics of exact kappa and bound tightness over the trials of GN part `part`."""
     input:
-        lambda wildcards: [
-            f"results/gn/{wildcards.part}/{t.path}.parquet"
-            for t in GN_TRIALS[wildcards.part]
-        ],
+        lambda wildcards: PLAN.gn_trial_tables(wildcards.part),
     output:
         parquet="results/tables/gn_{part}.parquet",
         csv="results/tables/gn_{part}.csv",
@@ -56,7 +54,7 @@ rule gn_trials_table:
     benchmark:
         "results/benchmarks/gn/{part}_table.tsv"
     wildcard_constraints:
-        part="|".join(GN_TRIAL_STAGES),
+        part="|".join(PLAN.gn_trial_stages),
     conda:
         "../../envs/matcond.yaml"
     resources:
@@ -98,7 +96,7 @@ rule gn_sweep:
     params:
         **rule_params(
             "gn_sweep",
-            settings=lambda wildcards: GN_SWEEP_SETTINGS[wildcards.sweep],
+            settings=lambda wildcards: PLAN.gn_sweep_settings[wildcards.sweep],
         ),
     shell:
         JOB

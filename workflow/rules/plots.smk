@@ -1,13 +1,17 @@
 rule plot:
     """Draw one figure of either paper (PNG for the report, PDF for papers) from its tables."""
     input:
-        unpack(figure_tables),
+        unpack(
+            lambda wildcards: PLAN.figure_tables(
+                wildcards.figure, figure_marks(wildcards.figure)
+            )
+        ),
     output:
         png=report(
             "results/figures/{figure}.png",
             caption="../report/figure.rst",
-            category=figure_category,
-            labels=figure_label,
+            category=lambda wildcards: FIGURES[wildcards.figure].category,
+            labels=lambda wildcards: {"figure": report_label(wildcards.figure)},
         ),
         pdf="results/figures/{figure}.pdf",
     log:
@@ -24,7 +28,7 @@ rule plot:
         **rule_params(
             "plot",
             caption=figure_caption,
-            paper_values=figure_paper_values,
+            paper_values=lambda wildcards: json.dumps(figure_marks(wildcards.figure)),
         ),
     shell:
         JOB

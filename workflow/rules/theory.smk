@@ -1,11 +1,15 @@
-# The first-order theory of the condition-number error (src/matcond/condition_number/theory.py) against the
-# configured experiments of config key `theory.experiments` (THEORY_EXPERIMENTS, common.smk).
+# The first-order theory of the condition-number error (src/matcond/condition_number/theory.py)
+# against the configured experiments of config key `theory.experiments`
+# (matcond.pipeline.plan.Plan.theory_experiments), and the depth formula per training block.
 
 
 rule theory:
     """Measured vs predicted kappa and row-norm errors per cell and recorded epoch."""
     input:
-        expand("results/per_trial/{experiment}.parquet", experiment=THEORY_EXPERIMENTS),
+        expand(
+            "results/per_trial/{experiment}.parquet",
+            experiment=PLAN.theory_experiments,
+        ),
     output:
         parquet="results/tables/theory.parquet",
         csv="results/tables/theory.csv",
@@ -47,7 +51,9 @@ rule depth_theory_block:
     params:
         **rule_params(
             "depth_theory_block",
-            trials=depth_theory_block_json,
+            trials=lambda wildcards: json.dumps(
+                PLAN.depth_theory_blocks[wildcards.block], sort_keys=True
+            ),
             bottom_fraction=config["depth_theory"]["bottom_fraction"],
         ),
     shell:
@@ -57,7 +63,7 @@ rule depth_theory_block:
 rule depth_theory:
     """The depth formula's per-trial table (every block's rows) and its table per cell."""
     input:
-        depth_theory_block_tables,
+        [f"results/depth_theory/{block}.parquet" for block in PLAN.depth_theory_blocks],
     output:
         per_trial=DEPTH_PER_TRIAL,
         parquet="results/tables/depth_theory.parquet",

@@ -15,18 +15,23 @@ rule train:
         benchmark="results/benchmarks/train/{block}.tsv",
     log:
         "results/logs/train/{block}.log",
-    priority: train_priority
+    priority: lambda wildcards: PLAN.train_priority(wildcards.block)
     conda:
         "../../envs/matcond.yaml"
     threads: 1
     resources:
         gpu=TRAIN_GPUS,
-        mem_mb=train_mem_mb,
-        runtime=train_runtime,
+        # torch itself plus a few copies of the matrices (its trials run one after another)
+        mem_mb=lambda wildcards: trial_mem_mb(
+            PLAN.blocks[wildcards.block].trials[0].spec["dim"]
+        ),
+        runtime=lambda wildcards: PLAN.train_runtime(wildcards.block),
     params:
         **rule_params(
             "train",
-            block=block_json,
+            block=lambda wildcards: PLAN.blocks[wildcards.block].request(
+                PLAN.weights_saved
+            ),
         ),
     shell:
         JOB

@@ -1,0 +1,124 @@
+"""The run a config asks for (matcond.pipeline.plan.Plan), built without Snakemake: its
+blocks, saved weights, GN parts, depth trials, figures and targets."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from matcond.claims.check import DEPTH_TABLE
+from matcond.figures.catalog import FIGURES
+from matcond.pipeline.config import ConfigError, validate_config
+from matcond.pipeline.plan import Plan, trial_mem_mb
+from matcond.pipeline.trials import all_trials
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def plan_of(config: dict) -> Plan:
+    validated = validate_config(config)
+    return Plan(validated, all_trials(validated))
+
+
+@pytest.fixture(scope="module")
+def small() -> Plan:
+    return plan_of(yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text()))
+
+
+def test_every_trial_is_in_exactly_one_block_and_its_manifest_is_a_target(small):
+    in_blocks = [t.path for b in small.blocks.values() for t in b.trials]
+    assert sorted(in_blocks) == sorted(small.trial_by_path)
+    targets = set(small.targets())
+    assert set(small.manifests()) <= targets
+    for experiment, trials in small.trials.items():
+        assert f"results/tables/{experiment}.parquet" in targets
+        assert {small.block_manifest(t.path) for t in trials} == set(
+            small.experiment_manifests(experiment)
+        )
+
+
+def test_the_figures_drawn_are_those_whose_inputs_run(small):
+    only_exp1 = plan_of({"experiments": {"exp1_dimension": {"grid": {"dim": [4]}, "seeds": 2}}})
+    assert only_exp1.theory_experiments == ["exp1_dimension"]  # so the theory table is made
+    assert only_exp1.drawn == [
+        name
+        for name, f in FIGURES.items()
+        if set(f.experiments) <= {"exp1_dimension"}
+        and not f.gauss_newton
+        and set(f.tables) <= {"theory"}
+    ]
+    assert "fig1_dimension" in only_exp1.drawn and "fig2_optimizer" not in only_exp1.drawn
+    assert set(small.drawn) == set(FIGURES)  # the small config runs every figure
+    assert {f"results/figures/{n}.png" for n in small.drawn} <= set(small.targets())
+
+
+def test_weights_are_saved_where_something_reads_them(small):
+    readers = {t.path for ts in small.gn_trials.values() for t in ts}
+    readers |= {t.path for t in small.depth_trials}
+    assert readers and readers <= small.weights_saved
+    unread = set(small.trial_by_path) - readers
+    assert all(
+        small.trial_by_path[p].spec["save_recorded_weights"] for p in unread & small.weights_saved
+    )
+    everything = plan_of(
+        {**yaml.safe_load((REPO / "config/test/config.yaml").read_text()), "save_weights": True}
+    )
+    assert everything.weights_saved == set(everything.trial_by_path)
+
+
+def test_gn_parts_on_saved_weights_and_their_settings(small):
+    assert small.gn_trials["exp7"] and small.gn_trials["along_training"]
+    assert set(small.gn_parts) == {*small.config["gauss_newton"]["sweeps"], *small.gn_trials}
+    part_tables = small.gn_trial_tables("exp7")
+    assert len(part_tables) == len(small.gn_trials["exp7"])
+    settings = small.output_settings()
+    assert all(settings[path] == small.gn_trial_settings["exp7"] for path in part_tables)
+    assert small.gn_trial_settings["exp7"] != small.gn_trial_settings["along_training"]
+
+
+def test_the_depth_formula_s_trials_grouped_by_their_training_block(small):
+    blocks = small.depth_theory_blocks
+    assert sum(len(b["seeds"]) for b in blocks.values()) == len(small.depth_trials)
+    for block, entry in blocks.items():
+        trained = small.blocks[block].trials
+        assert set(entry["seeds"]) <= {t.seed for t in trained}
+        assert "seed" not in entry["spec"]
+    assert set(small.depth_theory_tables()) <= set(small.targets())
+
+
+def test_along_training_without_saved_weights_names_the_experiment(small):
+    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    experiment = small.config["gauss_newton"]["along_training"]["experiment"]
+    config["experiments"][experiment].setdefault("settings", {})["save_recorded_weights"] = False
+    with pytest.raises(ConfigError, match=f"experiments.{experiment}: .*save_recorded_weights"):
+        plan_of(config)
+
+
+def test_an_experiment_named_like_the_depth_table_is_refused():
+    config = {"experiments": {DEPTH_TABLE: {"grid": {"dim": [4]}, "seeds": 1}}}
+    with pytest.raises(ConfigError, match=f"experiments.{DEPTH_TABLE}: the name of the depth"):
+        plan_of(config)
+
+
+def test_memory_names_the_experiment_that_does_not_fit(small):
+    assert small.memory_problem(10**9) is None
+    largest = max(t.spec["dim"] for t in small.trial_by_path.values())
+    problem = small.memory_problem(trial_mem_mb(largest) - 1)
+    assert problem is not None and problem.startswith("config key experiments.")
+    assert f"needs about {trial_mem_mb(largest)} MB" in problem
+
+
+def test_runtime_and_priority_of_a_training_block(small):
+    for path, block in small.blocks.items():
+        spec = block.trials[0].spec
+        assert small.train_runtime(path) >= 5
+        first = spec["record_every"] == 1 or spec["dim"] >= 1024
+        assert small.train_priority(path) == int(first)
+
+
+def test_a_figure_reads_the_per_trial_tables_of_the_claims_it_marks(small):
+    marks = [{"claim": "x", "table": "exp2_optimizer", "pool": "not_configured"}]
+    tables = small.figure_tables("fig2_optimizer", marks)
+    assert tables["exp2_optimizer"] == "results/tables/exp2_optimizer.parquet"
+    assert tables["exp2_optimizer_per_trial"] == "results/per_trial/exp2_optimizer.parquet"
+    assert "not_configured_per_trial" not in tables

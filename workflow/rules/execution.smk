@@ -1,0 +1,205 @@
+# How this run executes, not what it computes: the job server, the checks before any job
+# starts (results directory, memory, GPU, SLURM, the report's inputs) and the damaged outputs
+# set aside before the DAG is built.
+import atexit
+import shutil
+
+from matcond.execution.client import ADDRESS_ENV
+from matcond.execution.joblog import RUN_PID_ENV
+from matcond.execution.jobserver import JobServer, slurm_group_jobs
+from matcond.pipeline.config import check_results_dir
+from matcond.pipeline.damage import damaged_files, query_only, set_aside
+
+# The job server (matcond.execution.jobserver) of a local run, or of a SLURM group job; its
+# address reaches the jobs through the environment they inherit.
+JOB_SERVERS = []
+
+
+def start_job_server():
+    """Start a job server for this process's jobs unless config or deployment rule it out
+    (`job_server: false`; --sdm conda: the server would not run in the rules' environment);
+    either way no job goes to a server named by an inherited $MATCOND_JOB_SERVER.
+    """
+    os.environ.pop(ADDRESS_ENV, None)  # inherited: another run's server, not this one's
+    own_environment = not workflow.deployment_settings.deployment_method
+    if config["job_server"] and own_environment:
+        server = JobServer.start(warm_up=config["device"] == "cpu")
+        if server is not None:
+            os.environ[ADDRESS_ENV] = server.published
+            JOB_SERVERS.append(server)
+
+
+def stop_job_servers():
+    for server in JOB_SERVERS:
+        server.stop()
+
+
+# A SLURM group job: the Snakemake that sbatch started (executor slurm-jobstep) runs the
+# group's jobs one after another, each through srun and a Snakemake of its own, which pass
+# this process's environment on to the job's script. So one server here serves them all.
+# No hooks run in that process (`--no-hooks`), and at parse time Snakemake has not set up
+# its executor or targets yet: its command line says what it is. The server stops when the
+# process exits (or, killed, dies with it).
+if slurm_group_jobs(sys.argv) > 1:
+    start_job_server()
+    atexit.register(stop_job_servers)
+
+
+onstart:
+    try:
+        check_results_dir("results")
+    except ConfigError as err:
+        sys.exit(f"Cannot start: {err}")
+    RUN_CONFIG.write_text(json.dumps(this_run_config()))
+    if not workflow.local_exec and (problem := slurm_problem()):
+        sys.exit(f"Cannot start: {problem}")
+    if workflow.local_exec:
+        total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+        if problem := PLAN.memory_problem(total_mb) or gpu_problem():
+            sys.exit(f"Cannot start: {problem}")
+        # local jobs end with this process (matcond.execution.joblog)
+        os.environ[RUN_PID_ENV] = str(os.getpid())
+        start_job_server()
+
+
+onsuccess:
+    stop_job_servers()
+    if Path(DIVERGED_TABLE).exists():  # the one-line summary of diverged trials
+        import pandas as pd
+        from matcond.claims.arms import divergence_summary
+
+        print(
+            divergence_summary(pd.read_csv(DIVERGED_TABLE), len(PLAN.trial_by_path))
+        )
+
+
+onerror:
+    stop_job_servers()
+
+
+def gpu_problem():
+    """A local run's `device: cuda` where torch sees no GPU: the training jobs' own error
+    (matcond.execution.devices.claim_device), before any job starts; None otherwise."""
+    if config["device"] != "cuda":
+        return None
+    from matcond.execution.devices import DeviceUnavailableError, claim_device
+
+    try:
+        with claim_device("cuda", timeout=0):
+            return None
+    except DeviceUnavailableError as err:
+        return str(err)
+    except TimeoutError:  # every GPU is claimed now: the jobs wait for one
+        return None
+
+
+def slurm_problem():
+    """The SLURM executor on a machine without SLURM's client tools (it would wait forever
+    for its first job); None otherwise."""
+    executor = workflow.executor_plugin
+    if executor is None or executor.cli_prefix != "slurm":
+        return None
+    missing = [tool for tool in ("sbatch", "squeue") if shutil.which(tool) is None]
+    if not missing:
+        return None
+    return (
+        f"the SLURM executor (--executor slurm, profiles/slurm) needs {' and '.join(missing)} "
+        "on PATH, which this machine lacks: run it where SLURM's client tools are (a login "
+        "node), or run locally without the profile"
+    )
+
+
+# The config files and --config values of the last run in this directory, for --report.
+RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
+
+
+def this_run_config():
+    """This invocation's config files (absolute) and --config values."""
+    return {
+        "configfiles": [
+            str(Path(f).resolve()) for f in workflow.config_settings.configfiles
+        ],
+        "config": dict(workflow.config_settings.config),
+    }
+
+
+def report_problem():
+    """A --report on a config whose results are not all there (it would print thousands of
+    warnings, then fail): how many are missing and, where the last run here used other
+    config, the command that reports on its results; None otherwise."""
+    if not any(a == "--report" or a.startswith("--report=") for a in sys.argv):
+        return None
+    targets = PLAN.targets()
+    missing = [f for f in targets if not Path(f).exists()]
+    if not missing:
+        return None
+    problem = f"{len(missing)} of {len(targets)} results of this config are missing ({missing[0]}, ...)"
+    if not RUN_CONFIG.exists() or (
+        last := json.loads(RUN_CONFIG.read_text())
+    ) == json.loads(json.dumps(this_run_config())):
+        return f"{problem}: run the workflow with this config first"
+    command = "snakemake" + "".join(f" --configfile {f}" for f in last["configfiles"])
+    if last["config"]:
+        values = [
+            f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+            for k, v in last["config"].items()
+        ]
+        command += " --config " + " ".join(shlex.quote(v) for v in values)
+    return (
+        f"{problem}; the last run here used other config ({RUN_CONFIG}): report on its "
+        f"results with: {command} --report {REPORT}"
+    )
+
+
+def set_aside_damaged_outputs():
+    """Move damaged outputs (truncated, altered, holding another trial, or computed with
+    settings that no longer match the config; a block's manifest with a trial file missing;
+    matcond.pipeline.damage.damaged_files) to results/damaged/ before the DAG is built, so
+    that the run rebuilds them; a dry run and a query (--summary, --list-changes, --report,
+    --lint, ...: matcond.pipeline.damage.query_only) only name them."""
+    if not workflow.is_main_process:
+        return
+    outputs = [f for f in PLAN.targets() if not f.startswith("results/trials/")]
+    # the report is no rule's output, but an interrupted --report leaves it empty
+    outputs.append(REPORT)
+    # a dry run, --lint (it parses without checking env vars) or another query
+    inspect_only = (
+        workflow.output_settings.dryrun
+        or not workflow.check_envvars
+        or query_only(sys.argv)
+    )
+    damaged = damaged_files(
+        Path("results"), PLAN.block_requests(), outputs, PLAN.output_settings()
+    )
+    for path, problem in damaged.items():
+        remedy = (
+            f"make it again with --report {REPORT}"
+            if str(path) == REPORT
+            else "rebuilt"
+        )
+        if inspect_only:
+            fate = f"a run moves it to results/damaged/; {remedy}"
+        else:
+            fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
+        print(f"Note: {path} is damaged ({problem}): {fate}", file=sys.stderr)
+    # the files rules make (a trial file is rebuilt through its block's manifest)
+    rebuilt = [
+        str(path)
+        for path in damaged
+        if str(path) != REPORT
+        and not (path.parts[1] == "trials" and path.suffix != ".json")
+    ]
+    if workflow.output_settings.dryrun and rebuilt:
+        # Snakemake takes its forced targets before the Snakefile is read: say how to see them
+        listed = " ".join(rebuilt) if len(rebuilt) <= 20 else "<the files named above>"
+        print(
+            f"Note: this dry run's plan leaves out the rebuild of the {len(rebuilt)} damaged "
+            f"files above (and of what depends on them); to see it, add --forcerun {listed} "
+            "to this command",
+            file=sys.stderr,
+        )
+
+
+if workflow.is_main_process and (_problem := report_problem()):
+    sys.exit(f"Cannot build the report: {_problem}")
+set_aside_damaged_outputs()
