@@ -4,8 +4,9 @@ trial.
 For each setting (the paper config's defaults with the dim, model and recording changed) it
 trains the same seeds in batches of 1, 4, 16 and 64 in one process with one torch thread, as a
 training job does, and prints the seconds per trial and the speed-up over batches of one. The
-trials' tables and weights are the same bytes in every batch (tests/test_blocks.py); this
-measures only what batching buys, to choose matcond.condition_number.run.BATCH_ELEMENTS.
+trials' tables and weights are the same bytes in every batch
+(tests/condition_number/test_blocks.py); this measures only what batching buys, to choose
+matcond.condition_number.run.BATCH_ELEMENTS.
 
 Run: python benchmarks/batch_bench.py [--seeds 64] [--epochs 200] [--device cpu]
 """

@@ -40,11 +40,11 @@ LONGEST_FIRST = (
     "slurm/test_workflow_slurm.py",
     "test_resilience.py",
     "gauss_newton/test_gn_workflow.py",
-    "test_jobserver.py",
+    "execution/test_jobserver.py",
     "test_workflow.py",
-    "test_config_files.py",
-    "test_fingerprints.py",
-    "test_own_weights.py",
+    "pipeline/test_config_files.py",
+    "pipeline/test_fingerprints.py",
+    "own_weights/test_own_weights.py",
 )
 
 

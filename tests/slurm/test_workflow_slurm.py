@@ -13,7 +13,7 @@ checks that none is left):
 
 A training job with ``device: cuda`` is not run here: the test node's GPU is a character
 device standing in for one, torch sees no GPU, and the job stops with the message of
-``matcond.execution.devices.claim_device`` (tests/test_devices.py checks that message).
+``matcond.execution.devices.claim_device`` (tests/execution/test_devices.py checks that message).
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
 """The report's pages of the claims: ``results/claims.html`` (every claim, the verdict first
 and coloured, the paper's value beside ours with its interval, grouped by paper and section)
 and ``results/scorecard.html`` (the verdict counts per paper, the report's landing page),
-written by rule `claims` from the table of :func:`matcond.claims.evaluate.evaluate`; and any table
-as a page (:func:`table_page`: the diverged trials)."""
+written by rule `claims` from the table of :func:`matcond.claims.evaluate.evaluate`; and any
+table as a page (:func:`table_page`: the diverged trials).
+
+The HTML comes from the Jinja2 templates in ``templates/`` with escaping on: every text of a
+claim, a setting or a table cell reaches the page as text, never as markup."""
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Callable
 
+import jinja2
 import pandas as pd
 
 from matcond.claims.check import SOURCES
@@ -27,15 +30,15 @@ COLOURS = {
     "not comparable": "#6e7781",
     "not configured": "#6e7781",
 }
-_STYLE = (
-    "body{font-family:sans-serif;font-size:13px;margin:1em;max-width:1200px}"
-    "table{border-collapse:collapse;width:100%;table-layout:fixed}"
-    "th,td{padding:3px 6px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top;"
-    "overflow-wrap:anywhere}th{background:#f4f4f4}"
-    "table.claims{min-width:860px}table.scorecard,table.table{width:auto;table-layout:auto}"
-    ".verdict{font-size:12px}"
-    "small{color:#57606a}"
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("matcond.claims", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
 )
+TEMPLATES.globals["colours"] = COLOURS
 
 
 def section_of(where: str) -> str:
@@ -72,68 +75,53 @@ def _estimate(value: float, low: float, high: float) -> str:
     return interval_text(value, low, high)
 
 
-def verdict_badge(verdict: str) -> str:
-    """The verdict as a coloured label."""
-    colour = COLOURS.get(verdict, "#6e7781")
-    style = f"background:{colour};color:#fff;border-radius:3px;padding:1px 5px;white-space:nowrap"
-    return f'<span class="verdict" style="{style}">{html.escape(verdict)}</span>'
-
-
-def scorecard_html(table: pd.DataFrame, href: Callable[[str], str] | None = None) -> str:
-    """The verdict counts as an HTML table, one column per source and one row per verdict (the
-    first row the number of claims), styled inline so that it reads the same in any page;
-    each non-zero count links to ``href(source)`` (no links without ``href``)."""
+def _scorecard(table: pd.DataFrame, href: Callable[[str], str] | None) -> dict:
+    """The verdict counts for the templates' ``scorecard`` macro: one column per source, one
+    row per verdict (the first row the number of claims), each cell (source, count, link)."""
     card = scorecard(table).set_index("source")
-    verdicts = [v for v in VERDICTS if v in card.columns]
-    cell = 'style="padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"'
-    head = "".join(f"<th {cell}>{html.escape(source)}</th>" for source in card.index)
-    rows = []
-    for verdict in ["claims", *verdicts]:
-        label = verdict_badge(verdict) if verdict in COLOURS else "claims"
-        cells = []
-        for source in card.index:
-            count = int(card.loc[source, verdict])
-            target = href(source) if href else ""
-            text = f'<a href="{target}">{count}</a>' if target and count else str(count)
-            data = f'data-source="{html.escape(source)}" data-verdict="{verdict}"'
-            cells.append(f"<td {data} {cell}>{text}</td>")
-        rows.append(f'<tr><th style="text-align:left">{label}</th>{"".join(cells)}</tr>')
-    return (
-        '<table class="scorecard" style="border-collapse:collapse;font-size:13px">'
-        f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    )
+    verdicts = ["claims", *(v for v in VERDICTS if v in card.columns)]
+    rows = [
+        (
+            verdict,
+            [
+                (source, int(card.loc[source, verdict]), href(source) if href else "")
+                for source in card.index
+            ],
+        )
+        for verdict in verdicts
+    ]
+    return {"sources": list(card.index), "rows": rows}
 
 
-def _claim_row(row) -> str:
-    claim = f"{html.escape(row.statement)}<br><small>{html.escape(row.claim_id)} · "
-    claim += html.escape(row.where)
-    if row.note:
-        claim += f" · {html.escape(row.note)}"
-    claim += "</small>"
-    ours = _estimate(row.measured, row.ci_low, row.ci_high)
+def _claim_row(row) -> dict:
+    """One claim as the claims template shows it."""
+    ours_notes = []
     if math.isfinite(row.measured):
-        ours += f"<br><small>{html.escape(row.statistic)}, n = {row.n:.0f}"
+        n = f"{row.statistic}, n = {row.n:.0f}"
         if row.n_diverged:
-            ours += f", {row.n_diverged:.0f} diverged left out"
-        ours += "</small>"
+            n += f", {row.n_diverged:.0f} diverged left out"
+        ours_notes.append(n)
     if row.rule == "predictive":
         central = f"[{_number(row.predictive_low)}, {_number(row.predictive_high)}]"
-        ours += (
-            f"<br><small>a {row.paper_n:.0f}-trial {html.escape(row.statistic)} of ours: "
-            f"{central} (95 %); the paper's value: p = "
-            f"{_estimate(row.p_value, row.p_low, row.p_high)}</small>"
+        ours_notes.append(
+            f"a {row.paper_n:.0f}-trial {row.statistic} of ours: {central} (95 %); the "
+            f"paper's value: p = {_estimate(row.p_value, row.p_low, row.p_high)}"
         )
     if math.isfinite(row.companion):
         companion = _estimate(row.companion, row.companion_ci_low, row.companion_ci_high)
         name = {"mean": "median", "median": "mean"}.get(row.statistic, "companion")
-        ours += f"<br><small>{name}: {companion}</small>"
-    band = (
-        f"[{_number(row.band_low)}, {_number(row.band_high)}]"
-        if math.isfinite(row.band_low) or math.isfinite(row.band_high)
-        else ""
-    )
-    cells = [verdict_badge(row.verdict), claim, html.escape(str(row.paper_value)), ours, band]
-    return f'<tr id="{_slug(row.claim_id)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        ours_notes.append(f"{name}: {companion}")
+    has_band = math.isfinite(row.band_low) or math.isfinite(row.band_high)
+    return {
+        "slug": _slug(row.claim_id),
+        "verdict": row.verdict,
+        "statement": row.statement,
+        "about": [row.claim_id, row.where, *([row.note] if row.note else [])],
+        "paper": str(row.paper_value),
+        "ours": _estimate(row.measured, row.ci_low, row.ci_high),
+        "ours_notes": ours_notes,
+        "band": f"[{_number(row.band_low)}, {_number(row.band_high)}]" if has_band else "",
+    }
 
 
 def claims_page(table: pd.DataFrame) -> str:
@@ -142,49 +130,46 @@ def claims_page(table: pd.DataFrame) -> str:
     ours (statistic with its 95 % interval, n, the median beside a mean and the mean beside a
     median) and the band."""
     table = table.fillna({"note": ""})
-    columns = (
-        '<colgroup><col style="width:9.5em"><col><col style="width:9em">'
-        '<col style="width:17em"><col style="width:9em"></colgroup>'
-        "<thead><tr><th>verdict</th><th>claim</th><th>paper</th>"
-        "<th>ours (95 % interval)</th><th>band</th></tr></thead>"
-    )
-    body = [
-        "<h1>Claims</h1>",
-        "<p>Every quantitative claim of the two papers (with the slides and the peer review) "
-        "and our own checks, judged against the band fixed before the run (docs: statistics "
-        "and verdicts). Counts per verdict:</p>",
-        scorecard_html(table, href=lambda source: f"#{_slug(source)}"),
-    ]
+    sources = []
     for source in SOURCES:
         rows = table[table["source"] == source]
         if rows.empty:
             continue
-        body.append(f'<h2 id="{_slug(source)}">{html.escape(source)} ({len(rows)})</h2>')
         sections = rows["where"].map(section_of)
-        for section in sorted(sections.unique(), key=_section_order):
-            chosen = rows[sections == section]
-            body.append(f"<h3>{html.escape(section)}</h3>")
-            lines = "".join(_claim_row(row) for row in chosen.itertuples(index=False))
-            body.append(f'<table class="claims">{columns}<tbody>{lines}</tbody></table>')
-    return _page("Claims", "".join(body))
+        sources.append(
+            {
+                "name": source,
+                "slug": _slug(source),
+                "count": len(rows),
+                "sections": [
+                    {
+                        "name": section,
+                        "rows": [
+                            _claim_row(row)
+                            for row in rows[sections == section].itertuples(index=False)
+                        ],
+                    }
+                    for section in sorted(sections.unique(), key=_section_order)
+                ],
+            }
+        )
+    card = _scorecard(table, href=lambda source: f"#{_slug(source)}")
+    return TEMPLATES.get_template("claims.html").render(title="Claims", card=card, sources=sources)
 
 
 def table_page(table: pd.DataFrame, title: str) -> str:
     """``table`` as one self-contained HTML page, numbers to 3 significant digits."""
-    body = table.to_html(
-        index=False, na_rep="", float_format=_number, escape=True, border=0, classes="table"
-    )
-    return _page(title, f"<h1>{html.escape(title)}</h1>{body}")
-
-
-def _page(title: str, body: str) -> str:
-    return (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}'
-        f"</title><style>{_STYLE}</style></head><body>{body}</body></html>\n"
+    rows = [
+        ["" if pd.isna(v) else _number(v) if isinstance(v, float) else str(v) for v in row]
+        for row in table.itertuples(index=False)
+    ]
+    return TEMPLATES.get_template("table.html").render(
+        title=title, columns=[str(c) for c in table.columns], rows=rows
     )
 
 
 def landing_scorecard(table: pd.DataFrame) -> str:
     """``results/scorecard.html``: the scorecard for the report's landing page, every count a
     link to the report's claims page."""
-    return scorecard_html(table, href=lambda source: "javascript:app.showCategory('Claims')")
+    card = _scorecard(table, href=lambda source: "javascript:app.showCategory('Claims')")
+    return TEMPLATES.get_template("scorecard.html").render(card=card)

@@ -3,9 +3,9 @@
 They follow torch.optim.SGD (momentum with dampening 0, optionally Nesterov's) and
 torch.optim.Adam (coupled L2 weight decay, bias correction, eps added after the square root)
 update for update, per parameter group
-(tests/test_optim.py checks them against torch.optim). They exist because torch.optim imports
-torch._dynamo on its first step, which costs about 2.5 s in every training job, longer than
-most trials take to train.
+(tests/condition_number/test_optim.py checks them against torch.optim). They exist because
+torch.optim imports torch._dynamo on its first step, which costs about 2.5 s in every training job,
+longer than most trials take to train.
 
 A parameter group is a dict with ``params`` (a list of tensors), ``lr`` and ``weight_decay``.
 Parameters carry a leading seed axis (matcond.condition_number.models); ``select`` drops the trials

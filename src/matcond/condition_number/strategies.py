@@ -4,9 +4,9 @@ A :class:`Strategy` says what it adds to the model (``model``: the class that wr
 trained matrix, e.g. with learnable multipliers), to the loss (``penalty``), to the gradient
 after backpropagation (``gradient``) and after each epoch (``after_epoch``), and which settings
 it reads (``settings``; the config schema marks the same settings as applying to it, and
-tests/test_strategies.py checks that the two agree). Strategies act on a single matrix
-learning a linear target (``model: linear``). Training (matcond.condition_number.training) only
-calls the hooks.
+tests/condition_number/test_strategies.py checks that the two agree). Strategies act on a single
+matrix learning a linear target (``model: linear``). Training (matcond.condition_number.training)
+only calls the hooks.
 
 - ``multipliers``: W_eff = diag(r) W diag(c), r and c learned at lr * multiplier_lr_ratio;
 - ``sv_multipliers``: W_eff = U diag(m s) V^T from the SVD of W, m learned likewise;

@@ -42,7 +42,8 @@ and σ_E² along it (a fluctuation), so with r' = sqrt(r² + (d-1) d σ_E² / ||
 It does not apply to Adam, to weight decay, to corrective strategies or to deep models, and
 the κ part is first order: it degrades where σ_E / (m s_n) is not small (the largest d, the
 smallest s_n) and where lr · d / B is not small. Second order adds a small positive bias to
-δ log κ (the noise pushes s_n down and s_1 up; about 0.2 σ in tests/test_theory.py).
+δ log κ (the noise pushes s_n down and s_1 up; about 0.2 σ in
+tests/condition_number/test_theory.py).
 """
 
 from __future__ import annotations
@@ -202,7 +203,8 @@ HELD_OUT_RANGES = {
 
 def held_out_cells(seed: int = HELD_OUT_SEED, n: int = HELD_OUT_CELLS) -> list[dict]:
     """``n`` settings drawn from :data:`HELD_OUT_RANGES` with generator ``seed``: what the
-    config's ``theory_held_out`` variants must be (tests/test_theory.py holds them to it)."""
+    config's ``theory_held_out`` variants must be (tests/condition_number/test_theory.py holds them
+    to it)."""
     rng = np.random.default_rng(seed)
     ranges = HELD_OUT_RANGES
 

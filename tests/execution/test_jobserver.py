@@ -44,7 +44,7 @@ from matcond.pipeline.trials import Block, Trial
 
 pytestmark = pytest.mark.workflow  # a job server for the module; runs through it
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

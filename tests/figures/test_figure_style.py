@@ -24,7 +24,7 @@ from matcond.figures.style import (
 from matcond.jobs.plot import with_sampling_bands
 from matcond.stats.heavy_tail import sampling_band
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
 
 

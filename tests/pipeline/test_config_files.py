@@ -15,7 +15,7 @@ from matcond.pipeline.config import validate_config
 
 pytestmark = pytest.mark.workflow  # every test starts Snakemake
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TINY_EXP1 = {"experiments": {"exp1_dimension": {"grid": {"dim": [4]}, "seeds": 2}}}
 

@@ -10,7 +10,7 @@ import pytest
 
 from matcond.pipeline.fingerprints import PACKAGE_DIR, code_fingerprint, dependencies
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 JOBS = sorted((PACKAGE_DIR / "jobs").glob("[!_]*.py"))
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 CONFIG = {
     "defaults": {"dim": 8, "epochs": 20, "batch_size": 16},

@@ -17,7 +17,7 @@ from matcond.pipeline.config import ConfigError, load_yaml
 from matcond.pipeline.damage import damaged_files, query_only
 from matcond.pipeline.files import file_kind
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KINDS = {
     "fifo": "a FIFO (named pipe)",
     "device": "a device file",

@@ -41,7 +41,7 @@ from matcond.pipeline.trials import all_trials
 from matcond.stats.summary import bootstrap_ci
 
 SEEDS = 12
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
 PAPER_EXPERIMENTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"]
 

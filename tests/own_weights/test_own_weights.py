@@ -2,7 +2,7 @@
 numpy float64 computation, the formats, the refusal of code-running pickles, config path
 errors, bad and hostile files (empty, text, truncated, huge declared shapes, extreme values,
 deep nesting), and the `analyse_weights` rule end to end. Folders, shards, names and layer
-types: tests/test_own_weights_layers.py."""
+types: tests/own_weights/test_own_weights_layers.py."""
 
 import json
 import os
@@ -32,7 +32,7 @@ from matcond.own_weights.load import load_file as load_checkpoint
 from matcond.own_weights.metrics import MIN_EIGENVALUES, power_law_fit, result_columns
 from matcond.pipeline.config import ConfigError, load_schema
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 THRESHOLDS = [0.001, 0.01, 0.1]
 RTOL = 1e-10

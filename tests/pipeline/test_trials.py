@@ -18,7 +18,7 @@ from matcond.pipeline.trials import (
     swept_settings,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load(name="config/config.yaml"):

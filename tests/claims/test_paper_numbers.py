@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PAPERS = REPO.parent / "shared" / "papers"
 DOCUMENTS = [
     "condition-number-paper.txt",

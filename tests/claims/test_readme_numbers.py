@@ -18,7 +18,7 @@ import yaml
 from matcond.claims.markdown import scorecard, summary_markdown
 from matcond.pipeline.trials import format_value
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 # the README and every page of the docs (docs/paper-run/summary.md is checked whole, below)
 PAGES = {

@@ -13,7 +13,7 @@ from matcond.condition_number import theory
 from matcond.condition_number.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
 from matcond.pipeline.config import validate_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 D, STEPS, BATCH, LR, NOISE, INIT = 24, 150, 16, 0.02, 0.05, 1e-3
 

@@ -12,7 +12,7 @@ from matcond.pipeline.config import ConfigError, validate_config
 from matcond.pipeline.plan import Plan, trial_mem_mb
 from matcond.pipeline.trials import all_trials
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def plan_of(config: dict) -> Plan:

@@ -21,7 +21,7 @@ from matcond.pipeline.config import (
 )
 from matcond.pipeline.trials import all_trials
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 

@@ -19,7 +19,7 @@ from matcond.condition_number.theory import PREDICTED
 from matcond.pipeline.config import ConfigError
 from matcond.stats.summary import STATISTICS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
 _PAPER_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 # the paper config's experiments and GN sweeps' tables: what claims may name

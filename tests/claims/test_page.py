@@ -1,0 +1,136 @@
+"""The claims page, the landing scorecard and the table pages (matcond.claims.page): rendered
+from templates with every user text escaped, the counts those of the table."""
+
+import math
+import re
+from html.parser import HTMLParser
+
+import pandas as pd
+
+from matcond.claims.evaluate import CLAIM_COLUMNS
+from matcond.claims.page import claims_page, landing_scorecard, table_page
+
+HOSTILE = "</td></table><script>window.pwned = 1</script> & <b>bold</b>"
+
+
+def claims_table() -> pd.DataFrame:
+    base = {column: math.nan for column in CLAIM_COLUMNS}
+    rows = [
+        {
+            **base,
+            "claim_id": "a1",
+            "source": "condition-number paper",
+            "where": "§4.1",
+            "statement": HOSTILE,
+            "paper_value": "0.27",
+            "band_low": 0.2,
+            "band_high": 0.34,
+            "kind": "value",
+            "statistic": "mean",
+            "measured": 0.25,
+            "ci_low": 0.21,
+            "ci_high": 0.3,
+            "n": 20,
+            "n_diverged": 0,
+            "verdict": "reproduced",
+            "rule": "interval",
+            "note": "",
+        },
+        {
+            **base,
+            "claim_id": "a2",
+            "source": "condition-number paper",
+            "where": "§4.2 / abstract",
+            "statement": "Adam is worse",
+            "paper_value": "[1.0, inf]",
+            "kind": "ratio",
+            "statistic": "mean",
+            "measured": 0.9,
+            "ci_low": 0.8,
+            "ci_high": 1.1,
+            "n": 20,
+            "n_diverged": 2,
+            "verdict": "inconclusive",
+            "rule": "interval",
+            "note": HOSTILE,
+        },
+        {
+            **base,
+            "claim_id": "c1",
+            "source": "own check",
+            "where": "control (momentum)",
+            "statement": "theory",
+            "paper_value": "theory",
+            "kind": "value",
+            "statistic": "median",
+            "measured": math.nan,
+            "verdict": "not comparable",
+            "rule": "interval",
+            "note": "",
+        },
+    ]
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+class Cells(HTMLParser):
+    """The scorecard's count cells (data-source, data-verdict, text) and every tag seen."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self.tags, self._open = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        if "data-verdict" in attrs:
+            self._open = [attrs["data-source"], attrs["data-verdict"], ""]
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._open[2] += data
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._open is not None:
+            self.cells.append(tuple(self._open))
+            self._open = None
+
+
+def parsed(page: str) -> Cells:
+    parser = Cells()
+    parser.feed(page)
+    return parser
+
+
+def test_user_text_reaches_the_claims_page_as_text():
+    page = claims_page(claims_table())
+    assert "<script>" not in page and "<b>" not in page
+    assert page.count("&lt;script&gt;window.pwned = 1&lt;/script&gt; &amp; &lt;b&gt;") == 2
+    assert "script" not in parsed(page).tags
+
+
+def test_the_page_s_counts_are_the_table_s():
+    table = claims_table()
+    page = claims_page(table)
+    counts = {(s, v): int(n) for s, v, n in parsed(page).cells if v != "claims" and int(n)}
+    assert counts == {
+        (s, v): n for (s, v), n in table.groupby(["source", "verdict"]).size().items()
+    }
+    assert page.count('class="verdict"') == len(table) + len(counts)  # rows and scorecard
+    assert '<tr id="a1">' in page and 'id="condition-number-paper"' in page
+    assert "2 diverged left out" in page and "[0.2, 0.34]" in page
+
+
+def test_the_landing_scorecard_links_each_count_to_the_claims_page():
+    card = landing_scorecard(claims_table())
+    links = re.findall(r'<a href="([^"]+)">(\d+)</a>', card)
+    assert links and all(
+        href == "javascript:app.showCategory(&#39;Claims&#39;)" for href, _ in links
+    )
+    assert not card.startswith("<!doctype")  # included in the report's own page
+
+
+def test_a_table_page_escapes_its_cells_and_rounds_its_numbers():
+    table = pd.DataFrame({"trial": [HOSTILE, "b"], "epoch": [3, 4], "loss": [1.23456, math.nan]})
+    page = table_page(table, "Diverged <trials>")
+    assert "<script>" not in page and "<title>Diverged &lt;trials&gt;</title>" in page
+    assert "<td>1.23</td>" in page and "<td></td>" in page and "<td>3</td>" in page
