@@ -98,6 +98,28 @@ def test_a_lone_shard_is_refused_naming_its_index(weights, tmp_path):
     assert "checkpoints.m: 'm' lists shards that are missing" in str(err.value)
 
 
+def test_an_index_promising_a_tensor_no_shard_holds_is_refused(weights, tmp_path):
+    """Without the check the promised tensor was silently missing from the table."""
+    folder = sharded_folder(tmp_path / "m", weights)
+    index = folder / "model.safetensors.index.json"
+    content = json.loads(index.read_text())
+    content["weight_map"]["lm_head.weight"] = "model-00001-of-00003.safetensors"
+    index.write_text(json.dumps(content))
+    with pytest.raises(CheckpointError, match=r"promises 1 tensors that no shard holds: "):
+        matcond.analyze(folder)
+
+
+def test_an_index_nested_too_deeply_is_one_clear_error(weights, tmp_path):
+    """A 100,000-level index was a RecursionError before any job; a config.json so nested is
+    read as no config (as one that is not JSON is)."""
+    folder = sharded_folder(tmp_path / "m", weights)
+    (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert not matcond.analyze(folder).empty
+    (folder / "model.safetensors.index.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CheckpointError, match=r"cannot be read: .*nested too deeply"):
+        matcond.analyze(folder)
+
+
 def test_torch_bin_model_folders_whole_and_sharded(weights, tmp_path):
     (tmp_path / "hf").mkdir()
     torch.save(weights, tmp_path / "hf" / "pytorch_model.bin")

@@ -14,6 +14,7 @@ import yaml
 from matcond.own_weights.load import check_checkpoint_paths
 from matcond.pipeline.config import (
     ConfigError,
+    check_command_line,
     check_results_dir,
     command_line_values,
     load_yaml,
@@ -87,6 +88,8 @@ BAD = [
     ),
     # integer settings given as integer-valued floats: refused, naming the key
     (one({"dim": 4.0}), ["defaults.dim", "4.0 is not of type 'integer' (write 4"]),
+    (one({"dim": 10**23}), ["defaults.dim", "is beyond the 64-bit integers"]),
+    (one({"seeds": -(2**63)}), ["defaults.seeds", "is beyond the 64-bit integers"]),
     (one({"epochs": 5.0}), ["defaults.epochs", "write 5"]),
     (one(settings={"model": "deep_linear", "depth": 2.0}), ["experiments.e", "depth", "write 2"]),
     ({"experiments": {"e": {"seeds": 2.0}}}, ["experiments.e.seeds"]),
@@ -312,6 +315,50 @@ def test_command_line_values_are_read_as_yaml():
     given = {"a": "false", "b": {"c": "30", "d": ["0.5", "sgd", "1e-3"], "e": "True"}}
     expected = {"a": False, "b": {"c": 30, "d": [0.5, "sgd", "1e-3"], "e": True}}
     assert command_line_values(given) == expected
+
+
+# Nine levels of nine aliases: 9^9 values written out.
+_LEVELS = zip("abcdefgh", "bcdefghi", strict=True)
+ALIAS_BOMB = "{a: &a [x,x,x,x,x,x,x,x,x]"
+ALIAS_BOMB += "".join(f", {b}: &{b} [{', '.join(['*' + a] * 9)}]" for a, b in _LEVELS) + "}"
+
+
+def test_a_yaml_alias_on_the_command_line_is_refused_before_it_expands():
+    """Snakemake's BaseLoader keeps an alias as one shared value; reading it again value by
+    value would visit 9^9 of them (the run never started)."""
+    bomb = yaml.load(ALIAS_BOMB, Loader=yaml.BaseLoader)
+    with pytest.raises(ConfigError, match=r"--config bomb\.b\[0\]: a YAML alias"):
+        command_line_values({"bomb": bomb})
+
+
+def test_a_key_twice_in_a_command_line_mapping_is_refused():
+    """Snakemake keeps the last of two equal keys; the config files refuse them, and so does
+    the command line. Values of other options are not read."""
+    given = ["snakemake", "--config", "job_server=false", "defaults={lr: 0.1, lr: 0.5}", "-n"]
+    with pytest.raises(ConfigError, match="--config defaults: key 'lr' appears twice"):
+        check_command_line(given)
+    with pytest.raises(ConfigError, match="--config defaults: key 'lr' appears twice"):
+        check_command_line(["snakemake", "--config=defaults={lr: 0.1, lr: 0.5}"])
+    check_command_line(["snakemake", "--config", "defaults={lr: 0.1, dim: 4}", "-n"])
+    check_command_line(["snakemake", "--config", "a=1", "--set-resources", "x={a: 1, a: 2}"])
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (f"bomb={ALIAS_BOMB}", "Invalid config: --config bomb.b[0]: a YAML alias"),
+        ("defaults={lr: 0.1, lr: 0.5}", "Invalid config: --config defaults: key 'lr' appears"),
+        ("defaults={dim: 99999999999999999999999}", "config key defaults.dim: 9999"),
+    ],
+    ids=["alias bomb", "key twice", "beyond 64 bits"],
+)
+def test_bad_command_line_values_stop_the_run_in_one_line(tmp_path, value, message):
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "-n"]
+    cmd += ["--configfile", REPO / "config" / "test" / "config.yaml", "--config", value]
+    proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.workflow

@@ -21,6 +21,7 @@ from matcond.figures.catalog import FIGURES
 from matcond.own_weights.load import check_checkpoint_paths
 from matcond.pipeline.config import (
     ConfigError,
+    check_command_line,
     command_line_values,
     load_yaml,
     validate_config,
@@ -43,6 +44,7 @@ try:
         for f in workflow.config_settings.configfiles or [PAPER_CONFIG]
     }
     # --config values arrive with every scalar a string (matcond.pipeline.config.command_line_values)
+    check_command_line(sys.argv)
     update_config(config, command_line_values(dict(workflow.config_settings.config)))
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)

@@ -9,6 +9,12 @@ from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
 from matcond.pipeline.config import check_results_dir
 from matcond.pipeline.damage import damaged_files, query_only, set_aside
+from matcond.pipeline.run_record import (
+    RUN_CONFIG,
+    read_run_config,
+    report_command,
+    write_run_config,
+)
 
 # The job server (matcond.execution.jobserver) of a local run, or of a SLURM group job; its
 # address reaches the jobs through the environment they inherit.
@@ -50,7 +56,7 @@ onstart:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
-    RUN_CONFIG.write_text(json.dumps(this_run_config()))
+    write_run_config(this_run_config())
     if not workflow.local_exec and (problem := slurm_problem()):
         sys.exit(f"Cannot start: {problem}")
     if workflow.local_exec:
@@ -109,12 +115,9 @@ def slurm_problem():
     )
 
 
-# The config files and --config values of the last run in this directory, for --report.
-RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
-
-
 def this_run_config():
-    """This invocation's config files (absolute) and --config values."""
+    """This invocation's config files (absolute) and --config values (the run record,
+    matcond.pipeline.run_record, that --report on other config points to)."""
     return {
         "configfiles": [
             str(Path(f).resolve()) for f in workflow.config_settings.configfiles
@@ -134,20 +137,12 @@ def report_problem():
     if not missing:
         return None
     problem = f"{len(missing)} of {len(targets)} results of this config are missing ({missing[0]}, ...)"
-    if not RUN_CONFIG.exists() or (
-        last := json.loads(RUN_CONFIG.read_text())
-    ) == json.loads(json.dumps(this_run_config())):
+    last = read_run_config()
+    if last is None or last == json.loads(json.dumps(this_run_config())):
         return f"{problem}: run the workflow with this config first"
-    command = "snakemake" + "".join(f" --configfile {f}" for f in last["configfiles"])
-    if last["config"]:
-        values = [
-            f"{k}={v if isinstance(v, str) else json.dumps(v)}"
-            for k, v in last["config"].items()
-        ]
-        command += " --config " + " ".join(shlex.quote(v) for v in values)
     return (
         f"{problem}; the last run here used other config ({RUN_CONFIG}): report on its "
-        f"results with: {command} --report {REPORT}"
+        f"results with: {report_command(last, REPORT)}"
     )
 
 

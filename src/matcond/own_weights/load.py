@@ -32,10 +32,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 from matcond.pipeline.config import ConfigError
 from matcond.pipeline.files import not_readable_as, safetensors_header
@@ -56,6 +53,7 @@ TEXT_PROBE = 65536  # bytes read to tell a text file
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's default format
 LEGACY_MAGIC = pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)  # torch's legacy format
 BAD_SAFETENSORS = "is truncated or corrupt safetensors"
+MAX_JSON_BYTES = 64 * 2**20  # an index or config.json: kilobytes to a few MB
 # A Hugging Face model folder's weights, in the order transformers looks for them.
 MODEL_FILES = (
     "model.safetensors.index.json",
@@ -80,6 +78,22 @@ class Source:
     config: Path | None = None
 
 
+def read_json(path: Path) -> Any:
+    """A small JSON file's content (an index, a config.json); CheckpointError naming the file
+    when it is larger than MAX_JSON_BYTES, unreadable, not JSON or nested deeper than Python
+    can parse."""
+    if problem := not_readable_as(path, "a JSON file"):
+        raise CheckpointError(f"{str(path)!r} {problem}")
+    if (size := path.stat().st_size) > MAX_JSON_BYTES:
+        raise CheckpointError(f"{str(path)!r} is {size} bytes, above {MAX_JSON_BYTES} for JSON")
+    try:
+        return json.loads(path.read_bytes())
+    except RecursionError:
+        raise CheckpointError(f"{str(path)!r} is JSON nested too deeply to read") from None
+    except (OSError, ValueError) as err:
+        raise CheckpointError(f"{str(path)!r} is not JSON ({err})") from None
+
+
 def _step(name: str) -> int | None:
     numbers = re.findall(r"\d+", name)
     return int(numbers[-1]) if numbers else None
@@ -93,9 +107,11 @@ def _config_beside(folder: Path) -> Path | None:
 def _shards(index: Path) -> tuple[Path, ...]:
     """The shard files an ``*.index.json`` lists, in order of first appearance."""
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
+        weight_map = read_json(index)["weight_map"]
         names = list(dict.fromkeys(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except CheckpointError as err:
+        raise CheckpointError(f"index {str(index)!r} cannot be read: {err}") from None
+    except (KeyError, TypeError, AttributeError) as err:
         raise CheckpointError(
             f"index {str(index)!r} is not a shard index ({type(err).__name__}: {err})"
         ) from None
@@ -115,9 +131,9 @@ def _lone_shard_index(path: Path) -> Path | None:
     ``*-00001-of-00003.*`` the index it would have), else None."""
     for index in path.parent.glob("*.index.json"):
         try:
-            if path.name in json.loads(index.read_text()).get("weight_map", {}).values():
+            if path.name in read_json(index).get("weight_map", {}).values():
                 return index
-        except (OSError, ValueError, AttributeError):
+        except (CheckpointError, AttributeError, TypeError):
             continue
     if found := SHARD_NAME.match(path.name):
         return path.parent / f"{found.group(1)}{found.group(2)}.index.json"
@@ -344,13 +360,21 @@ def load_file(path: str | Path) -> dict[str, Any]:
 
 def load_source(source: Source) -> dict[str, Any]:
     """The entries of every file of ``source`` (a sharded model's shards as one), by name;
-    CheckpointError if two shards hold a tensor of the same name."""
+    CheckpointError if two shards hold a tensor of the same name, or if the index promises a
+    tensor that no shard holds."""
     entries: dict[str, Any] = {}
     for file in source.files:
         part = load_file(file)
         if twice := sorted(set(part) & set(entries)):
             raise CheckpointError(f"shard {str(file)!r} repeats tensors of another: {twice[:5]}")
         entries |= part
+    if source.index is not None:
+        promised = read_json(source.index)["weight_map"]
+        if missing := sorted(set(promised) - set(entries)):
+            raise CheckpointError(
+                f"index {str(source.index)!r} promises {len(missing)} tensors that no shard "
+                f"holds: {missing[:5]}"
+            )
     return entries
 
 
@@ -360,7 +384,7 @@ def model_config(source: Source) -> dict[str, Any]:
     if source.config is None:
         return {}
     try:
-        config = json.loads(source.config.read_text())
-    except (OSError, ValueError):
+        config = read_json(source.config)
+    except CheckpointError:
         return {}
     return config if isinstance(config, dict) else {}

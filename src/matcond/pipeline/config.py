@@ -62,9 +62,9 @@ StrictValidator = validators.extend(Draft202012Validator, type_checker=_TYPES)
 _FillingValidator = _with_defaults(StrictValidator)
 
 
-class _UniqueKeyLoader(_SafeLoader):
-    """A YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last).
-    Merge keys (``<<: *anchor``) still merge: only the mapping's own keys are compared, and a
+class _UniqueKeys:
+    """A YAML loader's part that refuses a mapping with the same key twice (PyYAML keeps the
+    last). Merge keys (``<<: *anchor``) still merge: only the mapping's own keys are compared, and a
     key written beside a merge overrides the merged one, as YAML says."""
 
     def construct_mapping(self, node, deep=False):
@@ -80,6 +80,10 @@ class _UniqueKeyLoader(_SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+class _UniqueKeyLoader(_UniqueKeys, _SafeLoader):
+    """The config files' YAML loader: safe, and a key twice in one mapping is an error."""
 
 
 # Largest YAML file read (config, claims): the paper's config is 12 KB, its claims 45 KB;
@@ -110,11 +114,17 @@ def load_yaml(path: str | Path) -> Any:
 
 
 def check_finite(value: Any, where: str = "", _seen: set[int] | None = None) -> None:
-    """Raise ConfigError naming the key of the first NaN or infinite number in ``value``.
+    """Raise ConfigError naming the key of the first NaN or infinite number in ``value``, or
+    of an integer beyond 64 bits.
     A mapping or list reached again (a YAML alias) is checked once: nested aliases, each
     used many times, are a few nodes, not billions."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"config key {where or '(top level)'}: {value} is not a finite number")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        raise ConfigError(
+            f"config key {where or '(top level)'}: {value} is beyond the 64-bit integers the "
+            "workflow computes with"
+        )
     if not isinstance(value, (dict, list)):
         return
     seen = set() if _seen is None else _seen
@@ -182,15 +192,27 @@ def raise_first_error(validator, instance, prefix: str = "config key ") -> None:
 GENERATED_TABLES = ("theory", "readings", "diverged_trials")
 
 
-def command_line_values(value: Any) -> Any:
+def command_line_values(value: Any, where: str = "", _seen: set[int] | None = None) -> Any:
     """``--config`` values as a config file would give them. Snakemake reads ``key=false``
     and ``key={a: 1, b: [x]}`` with YAML's BaseLoader, which leaves every scalar a string
     ('false', '1'): each string scalar is read again as YAML ('false' -> False, '1' -> 1,
-    '1e-3' stays a string as in a file)."""
+    '1e-3' stays a string as in a file). A mapping or list met twice is a YAML alias
+    (``*name``), which the command line has no use for and which, nested, stands for billions
+    of values: ConfigError, naming the key."""
+    seen = set() if _seen is None else _seen
+    if isinstance(value, dict | list):
+        if id(value) in seen:
+            raise ConfigError(
+                f"--config {where}: a YAML alias (*name) repeats a value; write each value out"
+            )
+        seen.add(id(value))
     if isinstance(value, dict):
-        return {k: command_line_values(v) for k, v in value.items()}
+        return {
+            k: command_line_values(v, f"{where}.{k}" if where else str(k), seen)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [command_line_values(v) for v in value]
+        return [command_line_values(v, f"{where}[{i}]", seen) for i, v in enumerate(value)]
     if isinstance(value, str):
         try:
             parsed = yaml.safe_load(value)
@@ -198,6 +220,34 @@ def command_line_values(value: Any) -> Any:
             return value
         return parsed if isinstance(parsed, bool | int | float | str) else value
     return value
+
+
+class _UniqueKeyBaseLoader(_UniqueKeys, yaml.BaseLoader):
+    """Snakemake's reader of ``--config`` values (BaseLoader), refusing a key given twice."""
+
+
+def check_command_line(argv: list[str]) -> None:
+    """ConfigError naming the key where a ``--config`` value of ``argv`` gives one key twice
+    in a mapping (``defaults={lr: 0.1, lr: 0.5}``): Snakemake keeps the last silently."""
+    values, inside = [], False
+    for arg in argv:
+        if arg == "--config" or arg.startswith("--config="):
+            inside = True
+            if arg.startswith("--config="):
+                values.append(arg.removeprefix("--config="))
+            continue
+        if inside and arg.startswith("-"):
+            inside = False
+        elif inside and "=" in arg:
+            values.append(arg)
+    for item in values:
+        key, _, text = item.partition("=")
+        try:
+            yaml.load(text, Loader=_UniqueKeyBaseLoader)  # noqa: S506 (BaseLoader: strings only)
+        except ConfigError as err:
+            raise ConfigError(f"--config {key}: {err}") from None
+        except yaml.YAMLError:
+            pass  # Snakemake has said so already
 
 
 def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""The record of the last run in a directory (its config files and ``--config`` values), so
+that ``--report`` on other config can name the command that reports on what is there.
+
+The record is ours but lives in the user's directory: whatever is found there (missing,
+truncated, not JSON, the wrong shape, a FIFO, a symlink, huge) reads as "no record", never
+as an error or a hang, and writing it never follows a symlink.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+from matcond.pipeline.files import file_kind
+
+RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
+MAX_BYTES = 2**20  # a record names files and values: kilobytes
+
+
+def write_run_config(record: dict, path: Path = RUN_CONFIG) -> None:
+    """Write ``record`` to ``path`` through a new file renamed into place (a symlink or
+    anything else found at ``path`` is replaced, its target left alone)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.unlink(missing_ok=True)
+    partial.write_text(json.dumps(record))
+    os.replace(partial, path)
+
+
+def read_run_config(path: Path = RUN_CONFIG) -> dict | None:
+    """The record at ``path``: ``{"configfiles": [str], "config": {str: value}}``; None where
+    there is none, or what is there is not such a record."""
+    if path.is_symlink() or file_kind(path) is not None or path.stat().st_size > MAX_BYTES:
+        return None
+    try:
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON
+        return None
+    if not (
+        isinstance(record, dict)
+        and set(record) == {"configfiles", "config"}
+        and isinstance(record["configfiles"], list)
+        and all(isinstance(f, str) for f in record["configfiles"])
+        and isinstance(record["config"], dict)
+    ):
+        return None
+    return record
+
+
+def report_command(record: dict, report: str) -> str:
+    """The shell command that builds ``report`` on the results of the run of ``record``,
+    every path and value quoted."""
+    command = "snakemake" + "".join(
+        f" --configfile {shlex.quote(f)}" for f in record["configfiles"]
+    )
+    if record["config"]:
+        values = [
+            f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in record["config"].items()
+        ]
+        command += " --config " + " ".join(shlex.quote(v) for v in values)
+    return f"{command} --report {shlex.quote(report)}"
