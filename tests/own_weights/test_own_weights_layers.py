@@ -234,6 +234,36 @@ def test_fused_projections_of_other_models():
     assert [plain[f"layers.0.self_attn.qkv_proj.{p}"].matrix.shape[0] for p in "qkv"] == [8] * 3
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("num_key_value_heads", "2"), ("hidden_size", 12.0), ("num_attention_heads", -4)],
+)
+def test_a_config_field_of_the_wrong_type_is_named(field, value):
+    """They were a TypeError or RuntimeError deep in the splitting of a fused projection."""
+    entries = {"layers.0.self_attn.qkv_proj.weight": torch.randn(24, 12)}
+    config = {"num_attention_heads": 4, "head_dim": 3} | {field: value}
+    with pytest.raises(CheckpointError, match=f"config.json field {field} is {value!r}, not a"):
+        matrices(entries, config)
+
+
+def test_a_fused_neox_projection_whose_rows_do_not_split_by_heads_stays_whole():
+    heads = 4
+    entries = {"gpt_neox.layers.0.attention.query_key_value.weight": torch.randn(4 * 5, 6)}
+    found = matrices(entries, {"num_attention_heads": heads, "model_type": "gpt_neox"})
+    assert [m.layer_type for m in found] == ["attention_qkv"]  # 20 rows: not 3 x 4 x head
+
+
+def test_names_with_mathtext_reach_the_figure_as_text(tmp_path):
+    """A tensor or checkpoint name with $...$ broke the figure (ParseFatalException)."""
+    from matcond.figures.own_weights import plot_own_weights
+
+    spectra = {"$\\foo$": {"$\\bar{x}$.weight": np.array([3.0, 1.0]), "_hidden": np.ones(2)}}
+    table = pd.DataFrame({"layer": ["$\\bar{x}$.weight"], "checkpoint": ["$\\foo$"]})
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    plot_own_weights(table, spectra, "$\\foo$ run", str(png), str(pdf))
+    assert png.stat().st_size > 0 and pdf.stat().st_size > 0
+
+
 def test_a_kernel_per_position_is_the_matrix_applied_at_that_offset(weights):
     """conv(x) = sum over offsets (i, j) of W[:, :, i, j] x[:, i:, j:]: each row is one of
     those matrices."""

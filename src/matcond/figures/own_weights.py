@@ -9,14 +9,14 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from matcond.figures.style import figure, save
+from matcond.figures.style import figure, plain, save
 
 
 def _lines(ax, fig, series: Mapping[str, tuple], what: str) -> None:
     """One line per entry (x, y), coloured in order; a legend for up to 12, else a colorbar."""
     colors = matplotlib.colormaps["viridis"](np.linspace(0, 0.95, max(len(series), 1)))
     for (name, (x, y)), color in zip(series.items(), colors, strict=False):
-        ax.plot(x, y, color=color, lw=1.2, label=name, marker="o" if len(x) < 30 else None)
+        ax.plot(x, y, color=color, lw=1.2, label=plain(name), marker="o" if len(x) < 30 else None)
     if len(series) <= 12:
         ax.legend(fontsize=7, loc="best")
     else:
@@ -48,7 +48,7 @@ def plot_own_weights(
     ax.set_xlabel("index i")
     ax.set_ylabel("singular value $s_i$")
     which = f" ({checkpoints[-1]})" if len(checkpoints) > 1 else ""
-    ax.set_title(f"{title}{which}: singular values of {len(last)} matrices")
+    ax.set_title(f"{plain(title + which)}: singular values of {len(last)} matrices")
     if len(checkpoints) > 1:
         ax = axes[0][1]
         order = {name: i for i, name in enumerate(checkpoints)}
@@ -62,5 +62,5 @@ def plot_own_weights(
         no_step = table["step"].isna().any()
         ax.set_xlabel("checkpoint (order)" if no_step else "step")
         ax.set_ylabel(r"condition number $\kappa$")
-        ax.set_title(f"{title}: condition number along {len(checkpoints)} checkpoints")
+        ax.set_title(f"{plain(title)}: condition number along {len(checkpoints)} checkpoints")
     save(fig, png, pdf)

@@ -185,6 +185,14 @@ def warm_up() -> None:
     plt.close(fig)
 
 
+def plain(text: object) -> str:
+    """``text`` (anyone's: a layer's or a file's name) as matplotlib shows it, itself: every
+    ``$`` escaped so that mathtext never parses it, and a leading ``_`` (which hides a legend
+    entry) behind a zero-width space."""
+    shown = str(text).replace("$", r"\$")
+    return "\u200b" + shown if shown.startswith("_") else shown
+
+
 def figure(ncols: int = 1, width: float = 7.0, nrows: int = 1, height: float = 4.5):
     """A grid of axes (always 2-D) in the house style."""
     sns.set_theme(style="whitegrid")

@@ -159,6 +159,22 @@ def canonical_names(keys: list[str]) -> dict[str, str]:
     return names
 
 
+def config_int(config: Mapping[str, Any], *keys: str) -> int | None:
+    """The first of ``keys`` that ``config`` (a model's config.json) gives, as a positive
+    integer; None if it gives none of them; CheckpointError naming the field where it gives
+    something else (``"8"``, ``8.0``, ``-1``)."""
+    from matcond.own_weights.load import CheckpointError
+
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise CheckpointError(f"config.json field {key} is {value!r}, not a positive integer")
+        return value
+    return None
+
+
 def _is_attention(parents: list[str]) -> bool:
     return any("attn" in p.lower() or "attention" in p.lower() for p in parents)
 
@@ -166,11 +182,11 @@ def _is_attention(parents: list[str]) -> bool:
 def _fused_sizes(rows: int, config: Mapping[str, Any]) -> tuple[int, int, int] | None:
     """Row counts of q, k, v in a fused projection: from the config's heads if it gives them
     (grouped-query attention: fewer k, v heads), else thirds; None if they do not fit."""
-    heads = config.get("num_attention_heads") or config.get("n_head")
-    if isinstance(heads, int) and heads > 0:
-        kv_heads = config.get("num_key_value_heads") or heads
-        hidden = config.get("hidden_size") or config.get("n_embd") or 0
-        head_dim = config.get("head_dim") or hidden // heads
+    heads = config_int(config, "num_attention_heads", "n_head")
+    if heads is not None:
+        kv_heads = config_int(config, "num_key_value_heads") or heads
+        hidden = config_int(config, "hidden_size", "n_embd") or 0
+        head_dim = config_int(config, "head_dim") or hidden // heads
         sizes = (heads * head_dim, kv_heads * head_dim, kv_heads * head_dim)
         if sum(sizes) == rows:
             return sizes
@@ -184,9 +200,9 @@ def _split(layer: str, key: str, w: torch.Tensor, kind: str, config: Mapping) ->
             return [Matrix(layer, key, "attention_qkv", w, "c_attn columns not a multiple of 3")]
         parts = w.T.chunk(3)
     elif kind == "query_key_value":
-        heads = config.get("num_attention_heads") or config.get("n_head")
+        heads = config_int(config, "num_attention_heads", "n_head")
         model_type = config.get("model_type")
-        if model_type not in PER_HEAD_FUSED or not isinstance(heads, int) or w.shape[0] % heads:
+        if model_type not in PER_HEAD_FUSED or heads is None or w.shape[0] % (3 * heads):
             why = (
                 "fused q/k/v interleaved per head: split only for a config.json with "
                 f"num_attention_heads and model_type {' or '.join(sorted(PER_HEAD_FUSED))} "
@@ -283,8 +299,8 @@ def attention_products(found: list[Matrix], config: Mapping[str, Any]) -> list[M
     h, W_O,h the columns; grouped-query k, v heads are shared by H / KV query heads. Needs
     the number of heads (``num_attention_heads`` or ``n_head`` in ``config``); none without
     it."""
-    heads = config.get("num_attention_heads") or config.get("n_head")
-    if not isinstance(heads, int) or heads < 1:
+    heads = config_int(config, "num_attention_heads", "n_head")
+    if heads is None:
         return []
     blocks: dict[str, dict[str, list[Matrix]]] = {}
     for m in found:
