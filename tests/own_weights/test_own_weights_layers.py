@@ -479,3 +479,19 @@ def test_the_gauss_newton_condition_says_what_it_leaves_out_and_refuses_what_doe
         gauss_newton_condition(net, x, layers=["1", "0"])
     with pytest.raises(ValueError, match=r"leaky_relu is for one hidden layer: 2 matrices, not 1"):
         gauss_newton_condition(net, x, "leaky_relu", layers=["0"])
+
+
+def test_a_terabyte_sparse_safetensors_file_is_one_clear_error(tmp_path):
+    """Its header matches its (sparse) size, so only the memory map fails: that was a bare
+    RuntimeError."""
+    path = tmp_path / "huge.safetensors"
+    n = 4_000_000_000_000
+    header = json.dumps({"w": {"dtype": "U8", "shape": [n], "data_offsets": [0, n]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as fh:
+        fh.write(len(header).to_bytes(8, "little") + header)
+        fh.truncate(8 + len(header) + n)
+    with pytest.raises(
+        CheckpointError, match=r"\(4,000,000,000,\d+ bytes\) cannot be memory-mapped"
+    ):
+        matcond.analyze(path)

@@ -318,6 +318,11 @@ def load_file(path: str | Path) -> dict[str, Any]:
             raise CheckpointError(
                 f"checkpoint {str(path)!r} is invalid safetensors: {err}"
             ) from None
+        except (RuntimeError, OSError, MemoryError) as err:  # e.g. a TB-sized sparse file
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} ({path.stat().st_size:,} bytes) cannot be "
+                f"memory-mapped: {err}"
+            ) from None
     is_zip = head.startswith(ZIP_MAGIC)
     what = "neither safetensors nor a torch file"
     if is_zip or head == LEGACY_MAGIC:
