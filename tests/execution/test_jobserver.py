@@ -3,6 +3,7 @@ other rules; clean failure and shutdown."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ from matcond.execution.client import (
     request_job,
 )
 from matcond.execution.jobserver import (
+    MAX_REQUEST_BYTES,
     PREFIX,
     REQUEST_SECONDS,
     SERVED_BY,
@@ -36,6 +38,7 @@ from matcond.execution.jobserver import (
     SOCKET,
     STARTUP_SECONDS,
     JobServer,
+    connection_cap,
     execute,
     prepare,
     slurm_group_jobs,
@@ -260,6 +263,69 @@ def test_an_idle_connection_holds_up_no_other_job(server, spec, tmp_path, monkey
     idle.settimeout(REQUEST_SECONDS + 30)
     assert idle.recv(1) == b""  # dropped by the server
     idle.close()
+
+
+def test_a_request_line_too_long_is_answered_busy_unread(server):
+    """It was held whole in the server's memory (512 MB: 479 -> 994 MB) before refused."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(server.address)
+    conn.settimeout(60)
+    with contextlib.suppress(OSError):  # the server may close before it has all of it
+        conn.sendall(b"x" * (MAX_REQUEST_BYTES + 1024))
+    assert conn.recv(len(client.BUSY)) == client.BUSY
+    conn.close()
+    assert server.process.poll() is None and not children(server)
+
+
+def test_connections_beyond_the_cap_are_busy_and_their_jobs_run_in_their_own_process(
+    server, spec, tmp_path, monkeypatch
+):
+    """Idle connections hold their slots (until REQUEST_SECONDS); one more is answered BUSY,
+    and its job runs in its own process instead of failing or waiting."""
+    idle = []
+    for _ in range(connection_cap()):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(server.address)
+        idle.append(conn)
+    monkeypatch.setenv(ADDRESS_ENV, server.published)
+    try:
+        wait_until(lambda: request_job(job(spec, tmp_path, "busy")) is None, timeout=5)
+    finally:
+        for conn in idle:
+            conn.close()
+    wait_until(lambda: request_job(job(spec, tmp_path, "after")) == 0, timeout=REQUEST_SECONDS)
+
+
+def test_another_users_server_directory_is_neither_removed_nor_connected_to(tmp_path, monkeypatch):
+    """A `matcond-jobs-*` directory another user planted, with a socket whose backlog is full:
+    connecting to it blocked the start of root's server (still blocked at 45 s)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / f"{PREFIX}planted"
+    planted.mkdir()
+    trap = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    trap.bind(str(planted / SOCKET))
+    trap.listen(0)
+    waiting = []
+    for _ in range(3):  # fill its backlog
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            conn.connect(str(planted / SOCKET))
+        waiting.append(conn)
+    old = time.time() - 2 * STARTUP_SECONDS
+    os.utime(planted, (old, old))
+    if os.getuid() == 0:
+        os.chown(planted, 65534, 65534)  # nobody's
+    started = time.monotonic()
+    own = JobServer.start()
+    try:
+        assert own is not None and time.monotonic() - started < 60
+        assert planted.exists()
+    finally:
+        own.stop()
+        trap.close()
+        for conn in waiting:
+            conn.close()
 
 
 def test_a_server_that_does_not_answer_fails_the_job_naming_it(tmp_path, monkeypatch):

@@ -30,9 +30,11 @@ ADDRESS_ENV = "MATCOND_JOB_SERVER"
 TOKEN_ENV = "MATCOND_JOB_SERVER_TOKEN"  # the server's own token, in its environment
 # The protocol: the job sends its request (one line of JSON); the server's child answers
 # STARTED at once, then the job's exit status (one line) when it ends; or the server
-# answers REFUSED (a request without its token).
+# answers REFUSED (a request without its token) or BUSY (at its cap of connections, or a
+# request line too long: the job then runs in its own process).
 STARTED = b"started\n"
 REFUSED = b"refused\n"
+BUSY = b"busy\n"
 # The longest a server may take to start a job: past it the job fails, naming the server
 # (stopped, overloaded, or not ours: a stale $MATCOND_JOB_SERVER), instead of waiting forever.
 ANSWER_SECONDS = 120.0
@@ -160,7 +162,8 @@ class JobRefused(RuntimeError):
 def request_job(request: Mapping[str, Any]) -> int | None:
     """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
 
-    None if there is no server to ask (the caller then runs the job itself); JobRefused if
+    None if there is no server to ask, or it is busy (the caller then runs the job itself);
+    JobRefused if
     the server is another run's (its token differs); minus the signal's number if a signal
     killed the job's process (e.g. SIGKILL from the out-of-memory killer). A server that is
     stopped or gone before it starts the job (checked every :data:`POLL_SECONDS`), that does
@@ -180,6 +183,8 @@ def request_job(request: Mapping[str, Any]) -> int | None:
         sent = {**request, "cwd": os.getcwd(), "token": token}
         conn.sendall(json.dumps(sent).encode() + b"\n")
         reply, rest = _line(conn, b"", address, deadline)
+        if reply == BUSY:
+            return None
         if reply == REFUSED:
             raise JobRefused(
                 f"the job server at {address} refused this job (not this run's server: its "

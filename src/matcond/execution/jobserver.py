@@ -22,8 +22,11 @@ and the server forks a child that runs exactly what the job would have run in it
   server with the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is
   also in Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
 - A connection is read in a thread of its own, and dropped if it sends no request within
-  :data:`REQUEST_SECONDS`: an idle client holds up no other job. A job checks every second
-  that its server runs (its pid beside the socket, /proc) while it waits to be started, and
+  :data:`REQUEST_SECONDS`: an idle client holds up no other job. A request line longer than
+  :data:`MAX_REQUEST_BYTES`, and a connection beyond :data:`MAX_CONNECTIONS` (or a quarter of
+  the descriptors the process may open) served at once, are answered BUSY: the job runs in
+  its own process, as it does when the listen backlog (:data:`BACKLOG`) is full. A job checks every
+  second that its server runs (its pid beside the socket, /proc) while it waits to be started, and
   fails, saying so, if the server is stopped or gone, or has not started it within
   :data:`matcond.execution.client.ANSWER_SECONDS` (hung). A request without the server's
   token (drawn per server, published with its address) is refused: the job runs in its own
@@ -60,7 +63,14 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from matcond.execution.client import PID_FILE, REFUSED, STARTED, TOKEN_ENV, job_from_request
+from matcond.execution.client import (
+    BUSY,
+    PID_FILE,
+    REFUSED,
+    STARTED,
+    TOKEN_ENV,
+    job_from_request,
+)
 from matcond.execution.joblog import logging_to
 
 READY = b"ready\n"
@@ -68,6 +78,11 @@ PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
 SOCKET = "jobs.sock"  # the server's socket, in its directory
 REQUEST_SECONDS = 10.0  # a connection that sends no request line within this is dropped
+MAX_REQUEST_BYTES = 2**24  # a request is kilobytes; a longer line is answered BUSY unread
+BACKLOG = 64  # connections waiting to be accepted; a job finding it full runs in its process
+# Connections served at once (each holds a descriptor and a thread): at most a quarter of the
+# process's descriptors, so that the children's files always find one; the rest are BUSY.
+MAX_CONNECTIONS = 256
 SERVED_BY = "run by the job server, pid "  # a served job's log starts with it
 # The server's BLAS and OpenMP start on one thread, the `threads` of every rule: a forked
 # child that lowers OpenBLAS's thread count itself runs small problems at half speed (a d = 32
@@ -168,29 +183,71 @@ def serve(address: str, warm_up: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
-    listener.listen(64)
+    listener.listen(BACKLOG)
     Path(directory, PID_FILE).write_text(str(os.getpid()))  # a waiting job checks on it
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
     token = os.environ.get(TOKEN_ENV, "")
+    slots = threading.BoundedSemaphore(connection_cap())
     while True:
-        conn, _ = listener.accept()
-        threading.Thread(target=_serve_one, args=(conn, listener, token), daemon=True).start()
+        try:
+            conn, _ = listener.accept()
+        except OSError:  # out of descriptors (EMFILE) for a moment: the jobs wait in the backlog
+            time.sleep(0.1)
+            continue
+        if not slots.acquire(blocking=False):
+            _busy(conn)
+            continue
+        threading.Thread(
+            target=_serve_one, args=(conn, listener, token, slots), daemon=True
+        ).start()
 
 
-def _serve_one(conn: socket.socket, listener: socket.socket, token: str) -> None:
+def connection_cap() -> int:
+    """How many connections the server serves at once: :data:`MAX_CONNECTIONS`, or a quarter
+    of the descriptors this process may open if that is fewer."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(MAX_CONNECTIONS, soft // 4)) if soft > 0 else MAX_CONNECTIONS
+
+
+def _busy(conn: socket.socket) -> None:
+    """Answer BUSY (the job runs in its own process) and close."""
+    with contextlib.suppress(OSError):
+        conn.settimeout(1.0)
+        conn.sendall(BUSY)
+    conn.close()
+
+
+def _serve_one(
+    conn: socket.socket, listener: socket.socket, token: str, slots: threading.Semaphore
+) -> None:
+    """Serve one connection, then free its slot (:func:`_serve_request`)."""
+    try:
+        _serve_request(conn, listener, token)
+    finally:
+        slots.release()
+
+
+def _serve_request(conn: socket.socket, listener: socket.socket, token: str) -> None:
     """Read one request (a client that sends none within :data:`REQUEST_SECONDS` is dropped,
-    and holds up no other); refuse it without ``token`` (another run's job: it then runs in
-    its own process and its log says so), else fork its child and report the child's death."""
+    and holds up no other; one longer than :data:`MAX_REQUEST_BYTES` is answered BUSY); refuse
+    it without ``token`` (another run's job: it then runs in its own process and its log says
+    so), else fork its child and report the child's death."""
     try:
         conn.settimeout(REQUEST_SECONDS)
-        request = conn.makefile("rb").readline()
+        request = conn.makefile("rb").readline(MAX_REQUEST_BYTES + 1)
         conn.settimeout(None)
     except OSError:
         request = b""
     if not request:  # the job went away before sending it, or sent no line
         conn.close()
+        return
+    if not request.endswith(b"\n"):  # longer than MAX_REQUEST_BYTES (or cut short)
+        print(f"job server: a request over {MAX_REQUEST_BYTES} bytes, not read", file=sys.stderr)
+        _busy(conn)
         return
     try:
         sent = json.loads(request)
@@ -222,19 +279,25 @@ def _report_death(pid: int, conn: socket.socket) -> None:
 
 
 def _remove_stale_directories() -> None:
-    """Remove the directories of servers that were killed (SIGKILL leaves them behind): those
-    whose socket no longer answers, once older than a server's start-up may take."""
+    """Remove the directories of this user's servers that were killed (SIGKILL leaves them
+    behind): those whose socket no longer answers, once older than a server's start-up may
+    take. Another user's directories are left alone and never connected to (a socket whose
+    backlog is full would block the connect)."""
     for directory in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
-        with contextlib.suppress(OSError):
-            if time.time() - directory.stat().st_mtime < STARTUP_SECONDS:
-                continue
+        try:
+            info = directory.lstat()
+        except OSError:
+            continue
+        if info.st_uid != os.getuid() or time.time() - info.st_mtime < STARTUP_SECONDS:
+            continue
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(1.0)  # a full backlog answers at once (EAGAIN), a stuck one not
         try:
             conn.connect(str(directory / SOCKET))
         except (ConnectionRefusedError, FileNotFoundError):
             shutil.rmtree(directory, ignore_errors=True)
         except OSError:
-            pass  # not ours to judge (permissions)
+            pass  # alive and busy, or not ours to judge (permissions)
         finally:
             conn.close()
 
