@@ -594,3 +594,19 @@ def test_a_stopped_server_fails_its_waiting_job_within_seconds(spec, tmp_path, m
     with pytest.raises(RuntimeError, match="is gone"):
         request_job({"rule": "x", "log": str(tmp_path / "log")})
     listener.close()
+
+
+def test_jobs_started_at_once_write_the_bytes_of_jobs_run_one_by_one(tmp_path):
+    """80 training jobs started together through scripts/job.py (more than the listen
+    backlog: some may run in their own process) against the same jobs run here one by one:
+    every job accounted for, every trial file the same bytes (benchmarks/server_stress.py
+    runs rounds of 100)."""
+    import importlib.util
+
+    path = REPO / "benchmarks" / "server_stress.py"
+    loaded = importlib.util.spec_from_file_location("server_stress", path)
+    stress = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(stress)
+    (result,) = stress.stress(80, 1, tmp_path)
+    assert result["failed"] == 0 and result["served"] + result["own process"] == 80
+    assert result["missing"] == 0 and result["differ"] == 0
