@@ -2,11 +2,11 @@
 # starts (results directory, memory, GPU, SLURM, the report's inputs) and the damaged outputs
 # set aside before the DAG is built.
 import atexit
-import shutil
 
 from matcond.execution.client import ADDRESS_ENV
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
+from matcond.execution.slurm import slurm_problem
 from matcond.pipeline.config import check_results_dir
 from matcond.pipeline.damage import damaged_files, query_only, set_aside
 from matcond.pipeline.run_record import (
@@ -57,7 +57,7 @@ onstart:
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
     write_run_config(this_run_config())
-    if not workflow.local_exec and (problem := slurm_problem()):
+    if not workflow.local_exec and uses_slurm() and (problem := slurm_problem()):
         sys.exit(f"Cannot start: {problem}")
     if workflow.local_exec:
         total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
@@ -99,20 +99,10 @@ def gpu_problem():
         return None
 
 
-def slurm_problem():
-    """The SLURM executor on a machine without SLURM's client tools (it would wait forever
-    for its first job); None otherwise."""
+def uses_slurm():
+    """Whether this run submits its jobs through the SLURM executor."""
     executor = workflow.executor_plugin
-    if executor is None or executor.cli_prefix != "slurm":
-        return None
-    missing = [tool for tool in ("sbatch", "squeue") if shutil.which(tool) is None]
-    if not missing:
-        return None
-    return (
-        f"the SLURM executor (--executor slurm, profiles/slurm) needs {' and '.join(missing)} "
-        "on PATH, which this machine lacks: run it where SLURM's client tools are (a login "
-        "node), or run locally without the profile"
-    )
+    return executor is not None and executor.cli_prefix == "slurm"
 
 
 def this_run_config():
