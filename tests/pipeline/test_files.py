@@ -156,7 +156,9 @@ def test_csv_and_html(tmp_path, table):
 
 def test_stale_settings_are_damage_and_set_aside_keeps_every_copy(tmp_path, spec, table):
     """A block computed with another rank_rtol (not in its path) no longer matches the config:
-    its manifest and its trial files are set aside; setting aside twice keeps both copies."""
+    its manifest and its trial files are set aside; setting aside another version keeps both
+    copies, setting aside bytes already kept there keeps one (a setting toggled back and forth
+    grew results/damaged/ by a copy per toggle)."""
     results = tmp_path / "results"
     old, new = trial_of(spec), trial_of({**spec, "rank_rtol": 1e-6})
     assert old.path == new.path
@@ -167,10 +169,14 @@ def test_stale_settings_are_damage_and_set_aside_keeps_every_copy(tmp_path, spec
     problem = "computed with other settings (rank_rtol)"
     assert found == {manifest: problem, path: problem}
     first = set_aside(path, results)
-    write_table(table, old.spec, path)
+    write_table(table.iloc[:-1], old.spec, path)
     second = set_aside(path, results)
     assert first != second and first.exists() and second.exists() and not path.exists()
     assert first.parent == results / "damaged" / "trials" / old.cell
+    for version, kept in ((table, first), (table.iloc[:-1], second)):
+        write_table(version, old.spec, path)
+        assert set_aside(path, results) == kept and not path.exists()
+    assert len(list(first.parent.iterdir())) == 2
 
 
 def test_a_missing_or_resized_trial_file_sets_its_block_aside(tmp_path, spec, table):

@@ -11,6 +11,7 @@ at module level.
 from __future__ import annotations
 
 import csv
+import filecmp
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -219,12 +220,26 @@ def damaged_files(
 
 def set_aside(path: Path, results: Path) -> Path:
     """Move a damaged file to ``results/damaged/`` (same relative path, a free name), so that
-    the run rebuilds it and nothing is deleted; returns where it went."""
+    the run rebuilds it and nothing is deleted; returns where it went. A file whose very bytes
+    are set aside there already is removed instead (that copy is returned): toggling a
+    setting back and forth keeps one copy of each version, not one per toggle."""
     target = results / "damaged" / path.relative_to(results)
     n = 0
     while os.path.lexists(target):
+        if _same_bytes(path, target):
+            path.unlink()
+            return target
         n += 1
         target = target.with_name(f"{path.name}.{n}")
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(path, target)
     return target
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Whether regular files ``a`` and ``b`` hold the same bytes (links and others: no)."""
+    if a.is_symlink() or b.is_symlink() or not (a.is_file() and b.is_file()):
+        return False
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    return filecmp.cmp(a, b, shallow=False)
