@@ -3,16 +3,20 @@ console that shows a run's progress and its problems, not every job's descriptio
 
 During a run it prints what Snakemake's console would, less each job's description, its
 start and finish lines and the scheduler's "Select jobs to execute..." (four to ten lines per
-job); progress is printed at every tenth of the jobs. Warnings, errors and failed jobs (with
-their logs, ``show-failed-logs``) are printed in full, as is everything of a dry run (its job
-list is what a dry run is for), or of a run with ``--logger-matcond-jobs``. Snakemake's log
+job); progress is printed at every tenth of the jobs. A failed job is one line, its rule and
+the error its log ends with, then the log's path (:func:`job_error_line`; Snakemake's own
+block, with the job's command and its whole log, is in Snakemake's log file). Warnings and
+other errors are printed in full, as is everything of a dry run (its job list is what a dry
+run is for), or of a run with ``--logger-matcond-jobs``. Snakemake's log
 file, ``.snakemake/log/*.snakemake.log``, keeps every line either way; ``--quiet`` still
 applies on top.
 """
 
 import logging
+import re
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
@@ -22,6 +26,7 @@ from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 PER_JOB = {LogEvent.JOB_INFO, LogEvent.GROUP_INFO, LogEvent.JOB_STARTED, LogEvent.JOB_FINISHED}
 PER_JOB |= {LogEvent.SHELLCMD}
 SCHEDULER_LINES = ("Select jobs to execute...",)
+JOB_HEREDOC = "<<'MATCOND_JOB'"  # in every rule's command (workflow/rules/common.smk, JOB)
 PROGRESS_STEPS = 10  # progress lines per run
 
 
@@ -29,8 +34,12 @@ def shown(record: logging.LogRecord, everything: bool, last_step: int) -> tuple[
     """Whether the console shows ``record`` (all records where ``everything``: a dry run, or
     ``--logger-matcond-jobs``), and the progress step shown last (a progress record is shown
     when it reaches a new tenth of the jobs, or the last job)."""
-    if everything or record.levelno >= logging.WARNING:
+    if everything:
         return True, last_step
+    if record.levelno >= logging.WARNING:
+        # a failed job's command, the request inside it (kilobytes of JSON), repeated in
+        # Snakemake's exception record: the job's error line says what failed
+        return JOB_HEREDOC not in record.getMessage(), last_step
     event = getattr(record, "event", None)
     if event in PER_JOB or record.getMessage() in SCHEDULER_LINES:
         return False, last_step
@@ -39,6 +48,35 @@ def shown(record: logging.LogRecord, everything: bool, last_step: int) -> tuple[
         step = done * PROGRESS_STEPS // total
         return (step > last_step or done == total), max(step, last_step)
     return True, last_step
+
+
+# The last line of a Python traceback: "package.module.SomeError: what went wrong".
+ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*)(?::\s*(.*))?$")
+TAIL_BYTES = 65536  # of a failed job's log, read for its error
+
+
+def job_error_line(record: logging.LogRecord) -> str:
+    """A failed job in one line and the path of its log: "rule <rule> failed: <error>"
+    where the error is the last ``SomeError: message`` line of its log (else its last line),
+    without the exception's module path."""
+    rule = getattr(record, "rule_name", "?")
+    logs = [str(f) for f in getattr(record, "log", None) or []]
+    cause = ""
+    for log in logs:
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(max(0, Path(log).stat().st_size - TAIL_BYTES))
+                lines = fh.read().decode(errors="replace").splitlines()
+        except OSError:
+            continue
+        found = [m for line in lines if (m := ERROR_LINE.match(line.strip()))]
+        if found:
+            name, message = found[-1].groups()
+            cause = f"{name}: {message}" if message else name
+        elif text := [line.strip() for line in lines if line.strip()]:
+            cause = text[-1]
+    where = f"\n    log: {', '.join(logs)}" if logs else ""
+    return f"Error: rule {rule} failed" + (f": {cause}" if cause else "") + where
 
 
 @dataclass
@@ -64,7 +102,9 @@ class LogHandler(LogHandlerBase):
     def emit(self, record: logging.LogRecord) -> None:
         everything = self.common_settings.dryrun or (self.settings and self.settings.jobs)
         show, self.last_step = shown(record, everything, self.last_step)
-        if show:
+        if show and not everything and getattr(record, "event", None) == LogEvent.JOB_ERROR:
+            print(job_error_line(record), file=self.console.stream, flush=True)
+        elif show:
             self.console.setFormatter(self.formatter)
             self.console.emit(record)
 

@@ -62,3 +62,29 @@ def test_the_handler_prints_a_jobs_description_only_when_asked(capsys):
         handler.setFormatter(logging.Formatter("%(message)s"))
         handler.emit(job)
         assert capsys.readouterr().err == printed
+
+
+def test_a_failed_job_is_one_line_with_its_error_and_its_log(tmp_path):
+    """It was 86 lines: the job's command twice (the request inside it, kilobytes of JSON)
+    and the whole log, its internal traceback before the cause."""
+    from snakemake_logger_plugin_matcond import job_error_line
+
+    log = tmp_path / "bad.log"
+    log.write_text(
+        "run by the job server, pid 1 (child 2)\nTraceback (most recent call last):\n"
+        '  File "x.py", line 3, in main\n    raise CheckpointError(...)\n'
+        "matcond.own_weights.load.CheckpointError: checkpoint 'bad.pt' is not a torch file\n"
+    )
+    failed = record(logging.ERROR, "Error in rule x", event=LogEvent.JOB_ERROR)
+    failed.__dict__.update(rule_name="analyse_weights", log=[str(log)])
+    assert job_error_line(failed) == (
+        "Error: rule analyse_weights failed: CheckpointError: checkpoint 'bad.pt' is not a "
+        f"torch file\n    log: {log}"
+    )
+    log.write_text("killed by the out-of-memory killer\n")
+    assert job_error_line(failed).startswith("Error: rule analyse_weights failed: killed by")
+    failed.__dict__.update(log=[str(tmp_path / "missing.log")])
+    assert job_error_line(failed).startswith("Error: rule analyse_weights failed\n    log: ")
+    command = record(logging.ERROR, "CalledProcessError: Command 'job.py <<'MATCOND_JOB'\n{...}")
+    assert shown(command, everything=False, last_step=0) == (False, 0)
+    assert shown(command, everything=True, last_step=0) == (True, 0)
