@@ -322,6 +322,22 @@ def test_rule_end_to_end(state_dict, tmp_path):
 
 
 @pytest.mark.workflow
+def test_a_config_of_weights_only_runs_and_reports(state_dict, tmp_path):
+    """docs/own-weights.md's workflow: a config with only `checkpoints`. Its --report crashed
+    (the landing page included the claims' scorecard, which no job makes without an
+    experiment)."""
+    save(state_dict, tmp_path / "net.pt", "torch")
+    (tmp_path / "mine.yaml").write_text("checkpoints: {mine: net.pt}\n")
+    base = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path]
+    base += ["--configfile", tmp_path / "mine.yaml", "--cores", "1"]
+    for extra in ([], ["--report", "results/report.html"]):
+        proc = subprocess.run(list(map(str, base + extra)), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = (tmp_path / "results" / "report.html").read_text()
+    assert "configures no experiment" in report and "mine_spectra.png" in report
+
+
+@pytest.mark.workflow
 def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp_path):
     """A Hugging Face folder of two shards and a folder of two checkpoints: the table of each;
     rewriting one shard reruns that analysis only."""
