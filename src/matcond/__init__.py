@@ -24,3 +24,8 @@ def __getattr__(name: str):
     if name in _OWN_WEIGHTS:
         return getattr(importlib.import_module(_OWN_WEIGHTS[name]), name)
     raise AttributeError(f"module 'matcond' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """What ``dir(matcond)`` lists: the functions of ``__all__`` beside the module's own."""
+    return sorted({*globals(), *__all__})

@@ -495,3 +495,22 @@ def test_a_terabyte_sparse_safetensors_file_is_one_clear_error(tmp_path):
         CheckpointError, match=r"\(4,000,000,000,\d+ bytes\) cannot be memory-mapped"
     ):
         matcond.analyze(path)
+
+
+def test_the_api_shows_itself():
+    """dir(matcond) lists analyze; its keywords are in its signature, and a misspelt one
+    names analyze (it named analyse, the function behind it)."""
+    import inspect
+
+    assert {"analyze", "summarize", "component_errors"} <= set(dir(matcond))
+    keywords = list(inspect.signature(matcond.analyze).parameters)
+    assert keywords == [
+        "source",
+        "effective_rank_thresholds",
+        "rank_rtol",
+        "max_elements",
+        "conv",
+        "config",
+    ]
+    with pytest.raises(TypeError, match=r"analyze\(\) got an unexpected keyword"):
+        matcond.analyze("x", effective_rank_threshold=[0.1])

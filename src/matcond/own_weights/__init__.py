@@ -122,11 +122,17 @@ def analyse(
     return pd.concat(tables, ignore_index=True), spectra, skipped_table, comparison
 
 
-def analyze(source: str | Path | torch.nn.Module | Mapping[str, Any], **settings) -> pd.DataFrame:
-    """One row per weight matrix of ``source``: the table of :func:`analyse`, which lists
-    the sources and ``settings`` (``effective_rank_thresholds``, ``rank_rtol``,
-    ``max_elements``, ``conv``, ``config``)."""
-    return analyse(source, **settings)[0]
+def analyze(
+    source: str | Path | torch.nn.Module | Mapping[str, Any],
+    effective_rank_thresholds: Sequence[float] = (0.01,),
+    rank_rtol: float = 1e-10,
+    max_elements: int = MAX_ELEMENTS,
+    conv: str = "per_position",
+    config: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """One row per weight matrix of ``source``: the table of :func:`analyse` (what each
+    argument means), without the spectra and the skipped entries."""
+    return analyse(source, effective_rank_thresholds, rank_rtol, max_elements, conv, config)[0]
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
