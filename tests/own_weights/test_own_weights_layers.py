@@ -514,3 +514,25 @@ def test_the_api_shows_itself():
     ]
     with pytest.raises(TypeError, match=r"analyze\(\) got an unexpected keyword"):
         matcond.analyze("x", effective_rank_threshold=[0.1])
+
+
+def test_a_truncated_checkpoint_in_a_folder_is_skipped_and_the_others_analysed(weights, tmp_path):
+    """One truncated file failed the whole folder: the good checkpoints got no output."""
+    from matcond.own_weights import UNREADABLE_FILE
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for step in (1, 2, 3):
+        save_file(
+            {k: v.contiguous() for k, v in weights.items()}, str(run / f"s{step}.safetensors")
+        )
+    (run / "s2.safetensors").write_bytes((run / "s2.safetensors").read_bytes()[:-100])
+    table, _, skipped, _ = analyse(run)
+    assert set(table["checkpoint"]) == {"s1.safetensors", "s3.safetensors"}
+    bad = skipped[skipped["tensor"] == UNREADABLE_FILE]
+    assert list(bad["checkpoint"]) == ["s2.safetensors"]
+    assert "truncated or corrupt safetensors" in bad["reason"].iloc[0]
+    for step in (1, 3):
+        (run / f"s{step}.safetensors").write_bytes(b"\0" * 64)
+    with pytest.raises(CheckpointError, match="no checkpoint of .* can be read"):
+        analyse(run)

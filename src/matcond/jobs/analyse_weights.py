@@ -7,7 +7,7 @@ import json
 import sys
 
 from matcond.figures.own_weights import plot_own_weights
-from matcond.own_weights import analyse, write_table
+from matcond.own_weights import UNREADABLE_FILE, analyse, write_table
 
 
 def main(snakemake) -> None:
@@ -34,6 +34,8 @@ def main(snakemake) -> None:
             f"{left.get(checkpoint, 0)} entries skipped (why: {snakemake.output.skipped})",
             file=sys.stderr,
         )
+    for row in skipped[skipped["tensor"] == UNREADABLE_FILE].itertuples():
+        print(f"{path}: {row.checkpoint} not analysed: {row.reason}", file=sys.stderr)
     if not len(table):
         print(f"{path}: no weight tensor of 2 or more dimensions: empty table", file=sys.stderr)
     for row in table[table["note"] != ""].itertuples():

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from matcond.own_weights.layers import MAX_ELEMENTS
 
+UNREADABLE_FILE = "(the whole file)"  # the skipped table's tensor for a checkpoint not read
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -26,16 +28,32 @@ if TYPE_CHECKING:
 
 
 def checkpoint_entries(
-    source: str | Path | torch.nn.Module | Mapping[str, Any], config: Mapping | None
+    source: str | Path | torch.nn.Module | Mapping[str, Any],
+    config: Mapping | None,
+    unreadable: list[tuple[str, str]] | None = None,
 ) -> Iterator[tuple[str, int | None, dict[str, Any], dict[str, Any], dict[str, str]]]:
     """(name, step, entries, model config, layer types known from the modules) of each
     checkpoint ``source`` stands for, each loaded when reached (a run's checkpoints are not
-    held in memory together); what the path stands for is checked first."""
+    held in memory together); what the path stands for is checked first. With a list
+    ``unreadable``, a checkpoint of several that cannot be read is left out and listed there
+    as (name, why), unless none can be read."""
     if isinstance(source, str | Path):
-        from matcond.own_weights.load import load_source, model_config, sources
+        from matcond.own_weights.load import CheckpointError, load_source, model_config, sources
 
-        for s in sources(source):
-            yield s.name, s.step, load_source(s), dict(config or model_config(s)), {}
+        found = sources(source)
+        for s in found:
+            try:
+                entries = load_source(s)
+            except CheckpointError as err:
+                if unreadable is None or len(found) == 1:
+                    raise
+                unreadable.append((s.name, str(err)))
+                if len(unreadable) == len(found):
+                    raise CheckpointError(
+                        f"no checkpoint of {str(source)!r} can be read: {err}"
+                    ) from None
+                continue
+            yield s.name, s.step, entries, dict(config or model_config(s)), {}
     elif hasattr(source, "state_dict"):  # an nn.Module; a Hugging Face model has its config
         import torch
 
@@ -81,7 +99,8 @@ def analyse(
 ) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]], pd.DataFrame, pd.DataFrame | None]:
     """The table of ``source`` with one row per weight matrix, the singular values by
     checkpoint and layer, the entries not analysed (``checkpoint``, ``tensor``,
-    ``tensor_shape``, ``reason``) and, with ``errors``, the component errors of every
+    ``tensor_shape``, ``reason``; a checkpoint of a folder that cannot be read is one such
+    row, and the others are analysed) and, with ``errors``, the component errors of every
     checkpoint against the first (:func:`.compare.component_errors` with no reference; empty
     for a single checkpoint; None without ``errors``), all from one pass that loads each
     checkpoint once.
@@ -99,9 +118,9 @@ def analyse(
     from matcond.own_weights.layers import matrices, skipped_entries
     from matcond.own_weights.metrics import analyse_matrices
 
-    tables, spectra, skipped, error_rows, first = [], {}, [], [], None
+    tables, spectra, skipped, error_rows, first, unreadable = [], {}, [], [], None, []
     error_settings = (effective_rank_thresholds, rank_rtol)
-    for name, step, entries, model_config, types in checkpoint_entries(source, config):
+    for name, step, entries, model_config, types in checkpoint_entries(source, config, unreadable):
         found = matrices(entries, model_config, conv, max_elements, types)
         table, spectra[name] = analyse_matrices(
             found, effective_rank_thresholds, rank_rtol, name, step
@@ -116,6 +135,17 @@ def analyse(
             error_rows += errors_between(*first, first[0], first[2], *error_settings)
         if len(tables) >= 2:
             error_rows += errors_between(*current, first[0], first[2], *error_settings)
+    skipped += [
+        pd.DataFrame(
+            {
+                "checkpoint": [n],
+                "tensor": [UNREADABLE_FILE],
+                "tensor_shape": [""],
+                "reason": [why],
+            }
+        )
+        for n, why in unreadable
+    ]
     skipped_table = pd.concat(skipped, ignore_index=True)
     skipped_table = skipped_table[["checkpoint", "tensor", "tensor_shape", "reason"]]
     comparison = errors_table(error_rows) if errors else None
