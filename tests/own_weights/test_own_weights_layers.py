@@ -536,3 +536,19 @@ def test_a_truncated_checkpoint_in_a_folder_is_skipped_and_the_others_analysed(w
         (run / f"s{step}.safetensors").write_bytes(b"\0" * 64)
     with pytest.raises(CheckpointError, match="no checkpoint of .* can be read"):
         analyse(run)
+
+
+def test_gpt2_attention_gets_its_per_head_products():
+    """GPT-2's fused c_attn (Conv1D, stored in x out) and its c_proj met under different
+    layer names (attn.c_attn, attn), so a GPT-2 got no per-head products and no note."""
+    torch.manual_seed(0)
+    d, heads = 8, 2
+    c_attn, c_proj = torch.randn(d, 3 * d), torch.randn(d, d)
+    entries = {"h.0.attn.c_attn.weight": c_attn, "h.0.attn.c_proj.weight": c_proj}
+    found = {m.layer: m.matrix for m in matrices(entries, {"n_head": heads})}
+    q, k, v = (c_attn[:, i * d : (i + 1) * d].T.double() for i in range(3))
+    o, hd = c_proj.T.double(), d // heads
+    for h in range(heads):
+        rows = slice(h * hd, (h + 1) * hd)
+        torch.testing.assert_close(found[f"h.0.attn.head{h}.qk"], q[rows].T @ k[rows])
+        torch.testing.assert_close(found[f"h.0.attn.head{h}.ov"], o[:, rows] @ v[rows])

@@ -281,13 +281,16 @@ def matrices(
 
 def _attention_block(m: Matrix) -> str:
     """The name of the attention layer a q/k/v/o matrix belongs to: its name up to the last
-    part that holds ``attn`` or ``attention``, else its parent (a fused part's grandparent)."""
+    part before the matrix's own (a fused part's: the fused projection's) that holds ``attn``
+    or ``attention``, else its parent. GPT-2's ``h.0.attn.c_attn.q`` and ``h.0.attn.c_proj``
+    both belong to ``h.0.attn``."""
     parts = m.layer.split(".")
-    marked = [i for i, p in enumerate(parts) if "attn" in p.lower() or "attention" in p.lower()]
-    if marked and marked[-1] < len(parts) - 1:
-        return ".".join(parts[: marked[-1] + 1])
     fused = m.layer.endswith((".q", ".k", ".v")) and m.layer_type != "attention_o"
-    return ".".join(parts[: -2 if fused else -1])
+    own = len(parts) - (2 if fused else 1)
+    marked = [
+        i for i in range(own) if "attn" in parts[i].lower() or "attention" in parts[i].lower()
+    ]
+    return ".".join(parts[: marked[-1] + 1] if marked else parts[:own])
 
 
 def attention_products(found: list[Matrix], config: Mapping[str, Any]) -> list[Matrix]:
