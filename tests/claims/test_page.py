@@ -6,6 +6,7 @@ import re
 from html.parser import HTMLParser
 
 import pandas as pd
+import pytest
 
 from matcond.claims.evaluate import CLAIM_COLUMNS
 from matcond.claims.page import claims_page, landing_scorecard, table_page
@@ -138,12 +139,11 @@ def test_a_table_page_escapes_its_cells_and_rounds_its_numbers():
     assert "<td>1.23</td>" in page and "<td></td>" in page and "<td>3</td>" in page
 
 
+@pytest.mark.workflow  # a browser: seconds
 def test_the_verdict_filter_shows_the_claims_of_one_verdict(tmp_path):
     """In Chromium: choosing a verdict hides every claim of another; the script is the
     template's own (no user text in it)."""
     import shutil
-
-    import pytest
 
     chromium = shutil.which("chromium")
     if chromium is None:
