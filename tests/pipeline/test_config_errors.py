@@ -378,7 +378,7 @@ def test_nested_and_boolean_keys_work_from_the_command_line(tmp_path):
 def test_a_report_without_the_runs_config_names_the_command_that_works(tmp_path):
     """After a run with --configfile and --config, `snakemake --report` alone (the paper
     config: thousands of missing files) stops with one line that names the command with the
-    run's config; that command builds the report."""
+    run's config and this invocation's --directory; that command builds the report."""
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(one({"dim": 4, "epochs": 1})))
     base = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path]
     run_it = [*base, "--cores", "2", "--configfile", tmp_path / "config.yaml"]
@@ -394,8 +394,8 @@ def test_a_report_without_the_runs_config_names_the_command_that_works(tmp_path)
     line = next(x for x in out.splitlines() if x.startswith("Cannot build the report: "))
     command = line.split("report on its results with: ")[1]
     assert command == (
-        f"snakemake --configfile {tmp_path / 'config.yaml'} --config job_server=false "
-        "--report results/report.html"
+        f"snakemake --directory {tmp_path} --configfile {tmp_path / 'config.yaml'} "
+        "--config job_server=false --report results/report.html"
     )
     words = shlex.split(command)[1:]
     proc = subprocess.run(

@@ -92,3 +92,13 @@ def test_the_report_command_quotes_paths_and_values():
         "--report",
         "results/report.html",
     ]
+
+
+def test_the_report_command_keeps_the_working_directory():
+    for argv in (
+        ["snakemake", "--directory", "/tmp/my run", "--report"],
+        ["snakemake", "-d", "/tmp/my run"],
+        ["snakemake", "--directory=/tmp/my run"],
+    ):
+        command = shlex.split(report_command(RECORD, "results/report.html", argv))
+        assert command[1:3] == ["--directory", "/tmp/my run"]

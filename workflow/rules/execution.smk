@@ -132,7 +132,7 @@ def report_problem():
         return f"{problem}: run the workflow with this config first"
     return (
         f"{problem}; the last run here used other config ({RUN_CONFIG}): report on its "
-        f"results with: {report_command(last, REPORT)}"
+        f"results with: {report_command(last, REPORT, sys.argv)}"
     )
 
 

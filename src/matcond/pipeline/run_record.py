@@ -49,12 +49,18 @@ def read_run_config(path: Path = RUN_CONFIG) -> dict | None:
     return record
 
 
-def report_command(record: dict, report: str) -> str:
+def report_command(record: dict, report: str, argv: list[str] | None = None) -> str:
     """The shell command that builds ``report`` on the results of the run of ``record``,
-    every path and value quoted."""
-    command = "snakemake" + "".join(
-        f" --configfile {shlex.quote(f)}" for f in record["configfiles"]
-    )
+    every path and value quoted, with the working directory (``--directory``/``-d``) that
+    ``argv`` (this invocation's command line) names, if any."""
+    command = "snakemake"
+    args = list(argv or [])
+    for i, arg in enumerate(args):
+        if arg in ("--directory", "-d") and i + 1 < len(args):
+            command += f" --directory {shlex.quote(args[i + 1])}"
+        elif arg.startswith("--directory="):
+            command += f" --directory {shlex.quote(arg.partition('=')[2])}"
+    command += "".join(f" --configfile {shlex.quote(f)}" for f in record["configfiles"])
     if record["config"]:
         values = [
             f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in record["config"].items()
