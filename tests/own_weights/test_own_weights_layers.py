@@ -552,3 +552,15 @@ def test_gpt2_attention_gets_its_per_head_products():
         rows = slice(h * hd, (h + 1) * hd)
         torch.testing.assert_close(found[f"h.0.attn.head{h}.qk"], q[rows].T @ k[rows])
         torch.testing.assert_close(found[f"h.0.attn.head{h}.ov"], o[:, rows] @ v[rows])
+
+
+def test_two_shards_holding_one_tensor_are_refused_before_any_job(weights, tmp_path):
+    """Refused only inside the job before: now at config time, as the other folder defects."""
+    folder = sharded_folder(tmp_path / "m", weights)
+    first = folder / "model-00001-of-00003.safetensors"
+    second = folder / "model-00002-of-00003.safetensors"
+    from safetensors.torch import load_file
+
+    save_file({**load_file(str(second)), **load_file(str(first))}, str(second))
+    with pytest.raises(ConfigError, match=r"checkpoints\.m: 'm' has shards .* both hold tensor"):
+        check_checkpoint_paths({"checkpoints": {"m": "m"}}, base=tmp_path)

@@ -210,12 +210,14 @@ def check_checkpoint_paths(config: Mapping[str, Any], base: str | Path | None = 
     for name, path in (config.get("checkpoints") or {}).items():
         try:
             what = None
-            for file in (f for s in sources(root / path) for f in s.files):
+            found = sources(root / path)
+            for file in (f for s in found for f in s.files):
                 if what := file_problem(file):
                     what = (
                         f"{what}" if file == root / path else f"holds {file.name!r}, which {what}"
                     )
                     break
+            what = what or next(filter(None, (_shard_overlap(s.files) for s in found)), None)
         except CheckpointError as err:
             what = re.sub(r"^(checkpoint|folder|index) '[^']*' ", "", str(err))
         except OSError as err:
@@ -224,6 +226,19 @@ def check_checkpoint_paths(config: Mapping[str, Any], base: str | Path | None = 
             problems.append(f"config key checkpoints.{name}: {path!r} {what}")
     if problems:
         raise ConfigError("; ".join(problems) + f" (relative paths are read from {root.resolve()})")
+
+
+def _shard_overlap(files: tuple[Path, ...]) -> str | None:
+    """Two safetensors shards of one model holding a tensor of the same name, from their
+    headers (no weights read); None if none do."""
+    held: dict[str, str] = {}
+    for file in files:
+        if file.suffix != ".safetensors" or isinstance(header := safetensors_header(file), str):
+            continue
+        for name in header:
+            if name != "__metadata__" and (other := held.setdefault(name, file.name)) != file.name:
+                return f"has shards {other!r} and {file.name!r} that both hold tensor {name!r}"
+    return None
 
 
 def _safetensors_header_len(head: bytes) -> int | None:
