@@ -3,6 +3,7 @@ shards, folders of checkpoints, canonical names that join across saves, layer ty
 attention projections split into q, k, v, kernels per position, the API and its summary."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -564,3 +565,13 @@ def test_two_shards_holding_one_tensor_are_refused_before_any_job(weights, tmp_p
     save_file({**load_file(str(second)), **load_file(str(first))}, str(second))
     with pytest.raises(ConfigError, match=r"checkpoints\.m: 'm' has shards .* both hold tensor"):
         check_checkpoint_paths({"checkpoints": {"m": "m"}}, base=tmp_path)
+
+
+def test_a_file_name_that_is_not_utf8_is_named_before_any_job(weights, tmp_path):
+    """It was a UnicodeEncodeError before any job."""
+    run = tmp_path / "run"
+    run.mkdir()
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(run / "a.safetensors"))
+    (run / os.fsdecode(b"b\xff.safetensors")).write_bytes(b"x")
+    with pytest.raises(ConfigError, match=r"checkpoints\.r: 'run' .* not UTF-8 \(b'b\\xff"):
+        check_checkpoint_paths({"checkpoints": {"r": "run"}}, base=tmp_path)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import pickle
 import re
 import warnings
@@ -175,6 +176,14 @@ def sources(path: str | Path) -> list[Source]:
     for child in sorted(path.iterdir()):
         if child.name.startswith("."):
             continue
+        try:
+            child.name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(child.name)
+            raise CheckpointError(
+                f"folder {str(path)!r} holds a file whose name is not UTF-8 ({shown!r}): "
+                "rename it, or move it out of the folder"
+            ) from None
         if child.is_dir():
             found += [m] if (m := _model_folder(child, child.name, _step(child.name))) else []
         elif child.suffix in WEIGHT_SUFFIXES and not SHARD_NAME.match(child.name):
