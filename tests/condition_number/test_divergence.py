@@ -47,3 +47,19 @@ def test_divergence_is_counted_and_the_run_completes(tmp_path):
     assert (tmp_path / "results" / "figures" / "fig8_sensitivity.png").stat().st_size > 1000
     claims = pd.read_csv(tmp_path / "results" / "claims.csv")
     assert "n_diverged" in claims.columns
+
+
+def test_the_run_s_last_line_says_which_experiments_diverged():
+    from matcond.claims.arms import divergence_summary
+
+    diverged = pd.DataFrame(
+        {
+            "experiment": ["exp_depth_limits", "exp_depth_limits", "exp8_lr", "exp8_lr"],
+            "trial": ["a/seed0", "a/seed1", "b/seed0", "b/seed0"],  # b/seed0 in two experiments
+            "diverged_epoch": [3, 4, 7, 7],
+        }
+    )
+    line = divergence_summary(diverged, 100, shown=2)
+    assert line.startswith("3 of 100 trials diverged (exp_depth_limits 2, exp8_lr 1; stored")
+    assert "a/seed0 (epoch 3); a/seed1 (epoch 4); and 1 more" in line
+    assert divergence_summary(diverged.iloc[:0], 100) == "No trial diverged (100 trials)."

@@ -230,17 +230,18 @@ def diverged_trials(
 
 
 def divergence_summary(diverged: pd.DataFrame, n_trials: int, shown: int = 3) -> str:
-    """One line for the end of a run: how many of ``n_trials`` diverged, the first ``shown``
+    """One line for the end of a run: how many of ``n_trials`` diverged and in which
+    experiments (a deep net at a large init is meant to diverge in some), the first ``shown``
     of them with their epochs."""
     if diverged.empty:
         return f"No trial diverged ({n_trials} trials)."
-    first = [
-        f"{row.trial} (epoch {row.diverged_epoch})"
-        for row in diverged.drop_duplicates("trial").head(shown).itertuples()
-    ]
-    more = diverged["trial"].nunique() - len(first)
+    trials = diverged.drop_duplicates("trial")
+    per_experiment = trials["experiment"].value_counts(sort=False)
+    where = ", ".join(f"{name} {count}" for name, count in per_experiment.items())
+    first = [f"{row.trial} (epoch {row.diverged_epoch})" for row in trials.head(shown).itertuples()]
+    more = len(trials) - len(first)
     return (
-        f"{diverged['trial'].nunique()} of {n_trials} trials diverged (stored as NaN, left out "
-        f"of every statistic): {'; '.join(first)}{f'; and {more} more' if more else ''} "
+        f"{len(trials)} of {n_trials} trials diverged ({where}; stored as NaN, left out of every "
+        f"statistic): {'; '.join(first)}{f'; and {more} more' if more else ''} "
         "(all: results/diverged_trials.html)"
     )
