@@ -301,3 +301,23 @@ def test_a_dangling_symlink_in_place_of_a_trial_file(reference, tmp_path):
     snakemake(workdir, "--cores", "2")
     assert not trial.is_symlink()
     assert compared_files(workdir) == compared_files(reference)
+
+
+def test_a_console_that_goes_away_does_not_stop_the_run(tmp_path):
+    """`snakemake ... | head` that has exited: the workflow's notes before any job and its last
+    line meet a closed pipe, and the run still ends, rc 0, with its results."""
+    write_config(tmp_path)
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config["experiments"] = {"exp1_dimension": config["experiments"]["exp1_dimension"]}
+    config["defaults"]["epochs"] = 20
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    # like `| head -1`: the reader takes the first line (Snakemake's own) and goes away
+    proc = subprocess.Popen(
+        command(tmp_path, "--cores", "2"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    proc.stdout.readline()
+    proc.stdout.close()
+    proc.wait(timeout=600)
+    log = max((tmp_path / ".snakemake" / "log").glob("*.log"), default=None)
+    assert proc.returncode == 0, log.read_text()[-3000:] if log else "no log"
+    assert (tmp_path / "results" / "claims.csv").is_file()

@@ -3,6 +3,7 @@
 from matcond.claims.check import DEPTH_TABLE, pool_mismatches, validate_claims
 from matcond.figures.captions import config_notes
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
+from matcond.pipeline.console import note
 
 if workflow.is_main_process:
     try:
@@ -23,10 +24,7 @@ if workflow.is_main_process:
     for _problem in pool_mismatches(
         _claims.get("heavy_tail", {}), table_settings(TRIALS, {})
     ):
-        print(
-            f"Note: {_problem}: its claims there draw from their own trials",
-            file=sys.stderr,
-        )
+        note(f"{_problem}: its claims there draw from their own trials")
     for _note in config_notes(
         [*TRIALS, *([DEPTH_TABLE] if PLAN.depth_trials else [])],
         PLAN.gn_parts,
@@ -39,7 +37,7 @@ if workflow.is_main_process:
             *(GN[p]["experiment"] for p in PLAN.gn_trials),
         ],
     ):
-        print(f"Note: {_note}", file=sys.stderr)
+        note(_note)
 
 
 rule claims:

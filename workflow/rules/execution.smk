@@ -8,6 +8,7 @@ from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_jobs
 from matcond.execution.slurm import slurm_problem
 from matcond.pipeline.config import check_results_dir
+from matcond.pipeline.console import note, say
 from matcond.pipeline.damage import damaged_files, query_only, set_aside
 from matcond.pipeline.run_record import (
     RUN_CONFIG,
@@ -74,8 +75,11 @@ onsuccess:
         import pandas as pd
         from matcond.claims.arms import divergence_summary
 
-        print(
-            divergence_summary(pd.read_csv(DIVERGED_TABLE), len(PLAN.trial_by_path))
+        say(
+            divergence_summary(
+                pd.read_csv(DIVERGED_TABLE), len(PLAN.trial_by_path)
+            ),
+            sys.stdout,
         )
 
 
@@ -166,7 +170,7 @@ def set_aside_damaged_outputs():
             fate = f"a run moves it to results/damaged/; {remedy}"
         else:
             fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
-        print(f"Note: {path} is damaged ({problem}): {fate}", file=sys.stderr)
+        note(f"{path} is damaged ({problem}): {fate}")
     # the files rules make (a trial file is rebuilt through its block's manifest)
     rebuilt = [
         str(path)
@@ -177,11 +181,10 @@ def set_aside_damaged_outputs():
     if workflow.output_settings.dryrun and rebuilt:
         # Snakemake takes its forced targets before the Snakefile is read: say how to see them
         listed = " ".join(rebuilt) if len(rebuilt) <= 20 else "<the files named above>"
-        print(
-            f"Note: this dry run's plan leaves out the rebuild of the {len(rebuilt)} damaged "
+        note(
+            f"this dry run's plan leaves out the rebuild of the {len(rebuilt)} damaged "
             f"files above (and of what depends on them); to see it, add --forcerun {listed} "
-            "to this command",
-            file=sys.stderr,
+            "to this command"
         )
 
 

@@ -72,6 +72,7 @@ from matcond.execution.client import (
     job_from_request,
 )
 from matcond.execution.joblog import logging_to
+from matcond.pipeline.console import say
 
 READY = b"ready\n"
 PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
@@ -246,7 +247,7 @@ def _serve_request(conn: socket.socket, listener: socket.socket, token: str) -> 
         conn.close()
         return
     if not request.endswith(b"\n"):  # longer than MAX_REQUEST_BYTES (or cut short)
-        print(f"job server: a request over {MAX_REQUEST_BYTES} bytes, not read", file=sys.stderr)
+        say(f"job server: a request over {MAX_REQUEST_BYTES} bytes, not read")
         _busy(conn)
         return
     try:
@@ -259,7 +260,7 @@ def _serve_request(conn: socket.socket, listener: socket.socket, token: str) -> 
             conn.sendall(REFUSED)
         conn.close()
         log = sent.get("log", "?")
-        print(f"job server: refused a job without this run's token (log {log})", file=sys.stderr)
+        say(f"job server: refused a job without this run's token (log {log})")
         return
     pid = os.fork()
     if pid == 0:
@@ -339,7 +340,7 @@ class JobServer:
         if ready != [READY]:
             server.stop()
             message = "job server did not start: every job runs in its own process"
-            print(message, file=sys.stderr)
+            say(message)
             return None
         return server
 
