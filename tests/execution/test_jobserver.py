@@ -277,6 +277,17 @@ def test_a_request_line_too_long_is_answered_busy_unread(server):
     assert server.process.poll() is None and not children(server)
 
 
+def test_a_request_nested_past_pythons_limit_is_refused_and_the_server_goes_on(server):
+    """JSON nested 100,000 deep raises RecursionError, not ValueError, in json.loads."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(server.address)
+    conn.settimeout(60)
+    conn.sendall(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    assert conn.recv(len(client.REFUSED)) == client.REFUSED
+    conn.close()
+    assert server.process.poll() is None and not children(server)
+
+
 def test_connections_beyond_the_cap_are_busy_and_their_jobs_run_in_their_own_process(
     server, spec, tmp_path, monkeypatch
 ):

@@ -18,9 +18,11 @@ from matcond.pipeline.damage import damaged_files, file_problem, set_aside
 from matcond.pipeline.files import (
     SETTINGS_KEY,
     DamagedFileError,
+    JSONFileError,
     file_record,
     load_trial_weights,
     load_weights,
+    read_json,
     read_parquet,
     read_trials,
     write_manifest,
@@ -327,3 +329,28 @@ def test_weights_rescaled_with_their_digest_recomputed_are_caught_by_the_manifes
     assert load_weights(path, trial.spec_json)  # consistent with its own digest ...
     with pytest.raises(DamagedFileError, match="not the file its block's manifest lists"):
         load_trial_weights(manifest, trial_path, trial.spec_json)  # ... not with the manifest's
+
+
+def test_the_one_json_reader_names_what_is_wrong_and_never_reads_past_its_bound(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text('{"a": [1, 2]}')
+    assert read_json(good) == {"a": [1, 2]}
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # opening it would block: it is refused from its kind
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 600 + "0]")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    latin = tmp_path / "latin.json"
+    latin.write_bytes('{"caf\xe9": 1}'.encode("latin-1"))
+    cases = {
+        tmp_path / "missing.json": "does not exist",
+        fifo: "is a FIFO",
+        big: "above 1000 for JSON",
+        deep: "nested too deeply",
+        latin: "is not JSON",
+        tmp_path: "is a directory",
+    }
+    for path, problem in cases.items():
+        with pytest.raises(JSONFileError, match=problem):
+            read_json(path, max_bytes=1000 if path == big else 10**6)

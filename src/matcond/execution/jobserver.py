@@ -252,7 +252,7 @@ def _serve_request(conn: socket.socket, listener: socket.socket, token: str) -> 
         return
     try:
         sent = json.loads(request)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
         sent = None
     sent = sent if isinstance(sent, dict) else {}
     if sent.get("token") != token:

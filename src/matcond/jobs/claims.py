@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from matcond.claims.evaluate import evaluate
 from matcond.claims.markdown import by_source, summary_markdown, to_markdown
@@ -17,12 +16,13 @@ from matcond.claims.readings import (
     readings_scorecard,
     readings_summary,
 )
+from matcond.pipeline.config import load_yaml
 from matcond.pipeline.files import read_parquet, write_parquet
 
 
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
-    claims = yaml.safe_load(Path(snakemake.input.claims).read_text())
+    claims = load_yaml(snakemake.input.claims)
     paths = [*snakemake.input.tables, *snakemake.input.gn_tables]
     tables = {Path(p).stem: read_parquet(p) for p in paths}
     table = evaluate(claims, tables, json.loads(snakemake.params.settings_differ))

@@ -25,7 +25,6 @@ and torch zip files are memory-mapped (a legacy, non-zip torch file is read whol
 from __future__ import annotations
 
 import codecs
-import json
 import os
 import pickle
 import re
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcond.pipeline import files
 from matcond.pipeline.config import ConfigError
 from matcond.pipeline.files import not_readable_as, safetensors_header
 
@@ -54,7 +54,6 @@ TEXT_PROBE = 65536  # bytes read to tell a text file
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's default format
 LEGACY_MAGIC = pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)  # torch's legacy format
 BAD_SAFETENSORS = "is truncated or corrupt safetensors"
-MAX_JSON_BYTES = 64 * 2**20  # an index or config.json: kilobytes to a few MB
 # A Hugging Face model folder's weights, in the order transformers looks for them.
 MODEL_FILES = (
     "model.safetensors.index.json",
@@ -81,18 +80,11 @@ class Source:
 
 def read_json(path: Path) -> Any:
     """A small JSON file's content (an index, a config.json); CheckpointError naming the file
-    when it is larger than MAX_JSON_BYTES, unreadable, not JSON or nested deeper than Python
-    can parse."""
-    if problem := not_readable_as(path, "a JSON file"):
-        raise CheckpointError(f"{str(path)!r} {problem}")
-    if (size := path.stat().st_size) > MAX_JSON_BYTES:
-        raise CheckpointError(f"{str(path)!r} is {size} bytes, above {MAX_JSON_BYTES} for JSON")
+    when it cannot be read (:func:`matcond.pipeline.files.read_json`)."""
     try:
-        return json.loads(path.read_bytes())
-    except RecursionError:
-        raise CheckpointError(f"{str(path)!r} is JSON nested too deeply to read") from None
-    except (OSError, ValueError) as err:
-        raise CheckpointError(f"{str(path)!r} is not JSON ({err})") from None
+        return files.read_json(path)
+    except files.JSONFileError as err:
+        raise CheckpointError(f"{str(path)!r} {err}") from None
 
 
 def _step(name: str) -> int | None:

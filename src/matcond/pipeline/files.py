@@ -217,7 +217,7 @@ def read_manifest(path: str | Path) -> dict:
     if problem := not_a_file(path):
         raise DamagedFileError(path, problem)
     try:
-        manifest = json.loads(path.read_bytes())
+        manifest = read_json(path, "a block manifest")
         manifest["block"]["spec"], manifest["block"]["seeds"]
         for record in manifest["trials"].values():
             record["diverged_epoch"], record["files"].items()
@@ -364,6 +364,37 @@ def not_readable_as(path: str | Path, what: str) -> str | None:
     if (kind := file_kind(path)) is None:
         return None
     return "does not exist" if kind == "missing" else f"is {kind}, not {what}"
+
+
+# Largest JSON file read whole (a block's manifest, a model's index or config.json, the run
+# record): kilobytes to a few MB where nothing is wrong.
+MAX_JSON_BYTES = 64 * 2**20
+
+
+class JSONFileError(ValueError):
+    """A JSON file that cannot be read; the message says why, without the file's name."""
+
+
+def read_json(path: str | Path, what: str = "a JSON file", max_bytes: int = MAX_JSON_BYTES):
+    """The content of the JSON file at ``path``, the one reader of every JSON file the
+    workflow consumes. JSONFileError when it is not a regular file (a FIFO is never opened),
+    holds more than ``max_bytes`` (never read past them), cannot be read, is not JSON, or is
+    nested deeper than Python can parse."""
+    if problem := not_readable_as(path, what):
+        raise JSONFileError(problem)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise JSONFileError(f"cannot be read ({err.strerror})") from None
+    if len(data) > max_bytes:
+        raise JSONFileError(f"is {os.path.getsize(path)} bytes, above {max_bytes} for JSON")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise JSONFileError("is JSON nested too deeply to read") from None
+    except ValueError as err:  # not UTF-8, not JSON
+        raise JSONFileError(f"is not JSON ({err})") from None
 
 
 def not_a_file(path: Path) -> str | None:

@@ -13,7 +13,7 @@ import os
 import shlex
 from pathlib import Path
 
-from matcond.pipeline.files import file_kind
+from matcond.pipeline.files import JSONFileError, file_kind, read_json
 
 RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
 MAX_BYTES = 2**20  # a record names files and values: kilobytes
@@ -35,8 +35,8 @@ def read_run_config(path: Path = RUN_CONFIG) -> dict | None:
     if path.is_symlink() or file_kind(path) is not None or path.stat().st_size > MAX_BYTES:
         return None
     try:
-        record = json.loads(path.read_bytes())
-    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON
+        record = read_json(path, "a run record", MAX_BYTES)
+    except JSONFileError:  # unreadable, too large, not UTF-8, not JSON
         return None
     if not (
         isinstance(record, dict)
