@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -321,3 +322,29 @@ def test_a_console_that_goes_away_does_not_stop_the_run(tmp_path):
     log = max((tmp_path / ".snakemake" / "log").glob("*.log"), default=None)
     assert proc.returncode == 0, log.read_text()[-3000:] if log else "no log"
     assert (tmp_path / "results" / "claims.csv").is_file()
+
+
+def test_a_read_only_results_with_damage_to_set_aside_is_one_line(reference, tmp_path):
+    """results/ mounted read-only (in a mount namespace of its own; skipped where the kernel
+    refuses one) holding a damaged table: one `Cannot start` line, not an OSError traceback
+    from moving it aside; nothing in it changed."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(reference, workdir, symlinks=True)
+    table_csv = workdir / "results" / "tables" / "exp1_dimension.csv"
+    table_csv.write_bytes(table_csv.read_bytes()[:-7])
+    results = workdir / "results"
+    run = shlex.join(command(workdir, "--cores", "2"))
+    script = f"mount --bind {results} {results} && mount -o remount,bind,ro {results} && {run}"
+    if (
+        shutil.which("unshare") is None
+        or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode
+    ):
+        pytest.skip("no mount namespace here")
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert lines[-1] == (
+        f"Cannot start: cannot write to the results directory {results}: Read-only file system"
+    )
+    assert "Traceback" not in proc.stderr and "OSError" not in proc.stderr
+    assert not (results / "damaged").exists()

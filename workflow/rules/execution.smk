@@ -160,6 +160,11 @@ def set_aside_damaged_outputs():
     damaged = damaged_files(
         Path("results"), PLAN.block_requests(), outputs, PLAN.output_settings()
     )
+    if damaged and not inspect_only:
+        try:  # a read-only results/ cannot take them: one line, not a traceback
+            check_results_dir("results")
+        except ConfigError as err:
+            sys.exit(f"Cannot start: {err}")
     for path, problem in damaged.items():
         remedy = (
             f"make it again with --report {REPORT}"
