@@ -34,6 +34,13 @@ def test_plots_depend_on_every_figure_module():
     assert {"figures/__init__.py", "figures/catalog.py", "stats/summary.py"} <= deps
 
 
+def test_the_claims_pages_templates_are_in_the_claims_fingerprint():
+    """They are not imported but rendered: an edited template must remake the pages."""
+    deps = modules(PACKAGE_DIR / "jobs" / "claims.py")
+    assert {"claims/templates/claims.html", "claims/templates/scorecard.html"} <= deps
+    assert not any("templates" in d for d in modules(PACKAGE_DIR / "jobs" / "train.py"))
+
+
 @pytest.mark.workflow  # a Python per job module, importing it under a tracer: ~60 s in all
 @pytest.mark.parametrize("script", JOBS, ids=lambda p: p.name)
 def test_every_module_a_script_loads_is_in_its_fingerprint(script):

@@ -2,11 +2,12 @@
 
 A rule's ``code`` param is the hash of its script and of every ``matcond`` module the script
 imports, directly or through other ``matcond`` modules (read from the source with :mod:`ast`,
-so a module imported inside a function counts too), and of the packages' ``__init__`` files on
-the way. Editing any of them reruns the rule's jobs; editing anything else does not, and
-neither does a new timestamp (the workflow profile leaves out Snakemake's mtime-based ``code``
-trigger). The execution backends (:mod:`matcond.execution`: trial server, GPU claiming, job
-logs) decide how a job runs, not what it computes, and are left out.
+so a module imported inside a function counts too), of the packages' ``__init__`` files on
+the way and of those packages' ``templates/`` (HTML the modules render). Editing any of them
+reruns the rule's jobs; editing anything else does not, and neither does a new timestamp
+(the workflow profile leaves out Snakemake's mtime-based ``code`` trigger). The execution
+backends (:mod:`matcond.execution`: trial server, GPU claiming, job logs) decide how a job
+runs, not what it computes, and are left out.
 
 Light on purpose (ast, hashlib): the Snakefile calls it at parse time.
 """
@@ -66,7 +67,8 @@ def _imported_modules(path: Path, source: str) -> set[str]:
 
 
 def dependencies(script: Path) -> list[Path]:
-    """Every package source file ``script`` depends on (transitively), sorted."""
+    """Every package source file ``script`` depends on (transitively), with the templates of
+    the packages on the way, sorted."""
     seen: set[str] = set()
     todo = list(imported_modules(Path(script)))
     while todo:
@@ -77,7 +79,16 @@ def dependencies(script: Path) -> list[Path]:
         parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
         todo += parents
         todo += imported_modules(module_path(name))
-    return sorted({module_path(name) for name in seen})
+    modules = {module_path(name) for name in seen}
+    # a package's templates (the claims pages' HTML) are code its modules render
+    templates = {
+        path
+        for module in modules
+        if module.name == "__init__.py"
+        for path in (module.parent / "templates").rglob("*")
+        if path.is_file()
+    }
+    return sorted(modules | templates)
 
 
 def code_fingerprint(script: Path) -> str:
