@@ -409,6 +409,34 @@ def test_report_opens_on_the_scorecard_and_its_claims_page_fits_1280px(
     assert errors == []
 
 
+@needs_chromium
+def test_a_landing_count_opens_its_claims_and_a_claim_shows_its_figure(report, browser_page):
+    """On the report's landing page, in Chromium: a verdict's count opens the list of those
+    claims (as many as it says), and a figure named under a claim shows that figure's image
+    with its caption panel, in one click each."""
+    page, errors = browser_page
+    page.goto(report.as_uri())
+    cell = page.locator("table.scorecard td[data-verdict]:not([data-verdict='claims']) a").first
+    cell.wait_for()
+    count = int(cell.inner_text())
+    source = cell.locator("..").get_attribute("data-source")
+    verdict = cell.locator("..").get_attribute("data-verdict")
+    group = page.locator(f"details#claims-{source.replace(' ', '-')}-{verdict.replace(' ', '-')}")
+    assert not group.evaluate("e => e.open")
+    cell.click()
+    assert group.evaluate("e => e.open")
+    assert group.locator("li").count() == count and group.locator("li").first.is_visible()
+    link = page.locator("details[open] li a").first
+    title = link.inner_text()
+    link.click()
+    image = page.locator("img[src^='data:image/png']")
+    image.wait_for()
+    assert image.evaluate("e => e.complete && e.naturalWidth > 100")
+    caption = page.inner_text("nav")
+    assert "DESCRIPTION" in caption.upper() and title in caption
+    assert errors == []
+
+
 HOSTILE = "</script><script>window.pwned = 1</script> $\\alpha$ & {{ x }}"
 
 

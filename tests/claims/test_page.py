@@ -123,13 +123,30 @@ def test_the_page_s_counts_are_the_table_s():
     assert "2 diverged left out" in page and "[0.2, 0.34]" in page
 
 
-def test_the_landing_scorecard_links_each_count_to_the_claims_page():
-    card = landing_scorecard(claims_table())
-    links = re.findall(r'<a href="([^"]+)">(\d+)</a>', card)
-    assert links and all(
-        href == "javascript:app.showCategory(&#39;Claims&#39;)" for href, _ in links
-    )
+def test_each_landing_count_opens_the_list_of_its_claims_and_a_claim_links_its_figures():
+    card = landing_scorecard(claims_table(), {"a1": ["fig1_dimension"], "a2": []})
     assert not card.startswith("<!doctype")  # included in the report's own page
+    cells = re.findall(r'<td data-source="([^"]+)" data-verdict="([^"]+)"[^>]*>(.*?)</td>', card)
+    opened = 0
+    for source, verdict, cell in cells:
+        link = re.fullmatch(r'<a href="([^"]+)">(\d+)</a>', cell)
+        if link is None:  # a count of 0
+            assert cell == "0"
+            continue
+        href, count = link.groups()
+        if verdict == "claims":
+            assert href == "javascript:app.showCategory(&#39;Claims&#39;)"
+            continue
+        group_id = f"claims-{source.replace(' ', '-')}-{verdict.replace(' ', '-')}"
+        assert f"getElementById(&#39;{group_id}&#39;)" in href and ".open = true" in href
+        group = re.search(rf'<details id="{group_id}"[^>]*>(.*?)</details>', card, re.S)
+        assert group and group.group(1).count("<li>") == int(count)
+        opened += 1
+    assert opened == 3  # reproduced, inconclusive (condition-number paper), not comparable
+    figure = re.findall(r'<a href="(javascript:void app\.setView[^"]+)">([^<]+)</a>', card)
+    assert [label for _, label in figure] == ["Fig. 1: dimension"]
+    assert "results/figures/fig1_dimension.png" in figure[0][0]
+    assert "<script>" not in card and "&lt;script&gt;" in card  # the statement, as text
 
 
 def test_a_table_page_escapes_its_cells_and_rounds_its_numbers():

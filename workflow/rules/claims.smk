@@ -40,6 +40,13 @@ if workflow.is_main_process:
         note(_note)
 
 
+def claim_figures():
+    """Per claim the figures drawn from its table (the claims page and the landing page
+    link them)."""
+    drawn = PLAN.figures_by_table()
+    return {c["claim_id"]: drawn.get(c["table"], []) for c in claims_yaml()["claims"]}
+
+
 rule claims:
     """Check every quantitative claim of config/claims.yaml against the per-trial tables and
     the GN sweeps' tables (a bootstrap interval and a verdict per claim), and again under
@@ -73,7 +80,9 @@ rule claims:
         runtime=20,
     params:
         **rule_params(
-            "claims", settings_differ=lambda wildcards: claims_settings_differ()
+            "claims",
+            settings_differ=lambda wildcards: claims_settings_differ(),
+            figures=json.dumps(claim_figures(), sort_keys=True),
         ),
     shell:
         JOB

@@ -1,6 +1,8 @@
 """The report's pages of the claims: ``results/claims.html`` (every claim, the verdict first
-and coloured, the paper's value beside ours with its interval, grouped by paper and section)
-and ``results/scorecard.html`` (the verdict counts per paper, the report's landing page),
+and coloured, the paper's value beside ours with its interval, grouped by paper and section,
+with the figures that show it) and ``results/scorecard.html`` (the report's landing page: the
+verdict counts per paper, each opening the list of those claims, each claim with links that
+show its figures),
 written by rule `claims` from the table of :func:`matcond.claims.evaluate.evaluate`; and any
 table as a page (:func:`table_page`: the diverged trials).
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jinja2
 import pandas as pd
@@ -19,6 +21,7 @@ import pandas as pd
 from matcond.claims.check import SOURCES
 from matcond.claims.evaluate import VERDICTS
 from matcond.claims.markdown import interval_text, scorecard
+from matcond.figures.captions import figure_title
 
 COLOURS = {
     "reproduced": "#1a7f37",
@@ -75,16 +78,17 @@ def _estimate(value: float, low: float, high: float) -> str:
     return interval_text(value, low, high)
 
 
-def _scorecard(table: pd.DataFrame, href: Callable[[str], str] | None) -> dict:
+def _scorecard(table: pd.DataFrame, href: Callable[[str, str], str] | None) -> dict:
     """The verdict counts for the templates' ``scorecard`` macro: one column per source, one
-    row per verdict (the first row the number of claims), each cell (source, count, link)."""
+    row per verdict (the first row the number of claims), each cell (source, count, link:
+    ``href(source, verdict)``)."""
     card = scorecard(table).set_index("source")
     verdicts = ["claims", *(v for v in VERDICTS if v in card.columns)]
     rows = [
         (
             verdict,
             [
-                (source, int(card.loc[source, verdict]), href(source) if href else "")
+                (source, int(card.loc[source, verdict]), href(source, verdict) if href else "")
                 for source in card.index
             ],
         )
@@ -93,8 +97,13 @@ def _scorecard(table: pd.DataFrame, href: Callable[[str], str] | None) -> dict:
     return {"sources": list(card.index), "rows": rows}
 
 
-def _claim_row(row) -> dict:
-    """One claim as the claims template shows it."""
+def _figure_labels(claim_id: str, figures: Mapping[str, list[str]]) -> list[str]:
+    return [figure_title(f) for f in figures.get(claim_id, [])]
+
+
+def _claim_row(row, figures: Mapping[str, list[str]]) -> dict:
+    """One claim as the claims template shows it (``figures``: per claim the figures drawn
+    from its table)."""
     ours_notes = []
     if math.isfinite(row.measured):
         n = f"{row.statistic}, n = {row.n:.0f}"
@@ -116,7 +125,12 @@ def _claim_row(row) -> dict:
         "slug": _slug(row.claim_id),
         "verdict": row.verdict,
         "statement": row.statement,
-        "about": [row.claim_id, row.where, *([row.note] if row.note else [])],
+        "about": [
+            row.claim_id,
+            row.where,
+            *(f"figure {label}" for label in _figure_labels(row.claim_id, figures)),
+            *([row.note] if row.note else []),
+        ],
         "paper": str(row.paper_value),
         "ours": _estimate(row.measured, row.ci_low, row.ci_high),
         "ours_notes": ours_notes,
@@ -124,12 +138,14 @@ def _claim_row(row) -> dict:
     }
 
 
-def claims_page(table: pd.DataFrame) -> str:
+def claims_page(table: pd.DataFrame, figures: Mapping[str, list[str]] | None = None) -> str:
     """``results/claims.html``: the scorecard, then per source and paper section one table of
     its claims, with columns verdict, claim (statement, id, where, note), the paper's value,
     ours (statistic with its 95 % interval, n, the median beside a mean and the mean beside a
-    median) and the band."""
+    median) and the band; ``figures``: per claim the figures drawn from its table, named
+    under it."""
     table = table.fillna({"note": ""})
+    figures = figures or {}
     sources = []
     for source in SOURCES:
         rows = table[table["source"] == source]
@@ -145,7 +161,7 @@ def claims_page(table: pd.DataFrame) -> str:
                     {
                         "name": section,
                         "rows": [
-                            _claim_row(row)
+                            _claim_row(row, figures)
                             for row in rows[sections == section].itertuples(index=False)
                         ],
                     }
@@ -153,7 +169,7 @@ def claims_page(table: pd.DataFrame) -> str:
                 ],
             }
         )
-    card = _scorecard(table, href=lambda source: f"#{_slug(source)}")
+    card = _scorecard(table, href=lambda source, verdict: f"#{_slug(source)}")
     return TEMPLATES.get_template("claims.html").render(title="Claims", card=card, sources=sources)
 
 
@@ -168,8 +184,61 @@ def table_page(table: pd.DataFrame, title: str) -> str:
     )
 
 
-def landing_scorecard(table: pd.DataFrame) -> str:
-    """``results/scorecard.html``: the scorecard for the report's landing page, every count a
-    link to the report's claims page."""
-    card = _scorecard(table, href=lambda source: "javascript:app.showCategory('Claims')")
-    return TEMPLATES.get_template("scorecard.html").render(card=card)
+def _group_id(source: str, verdict: str) -> str:
+    return f"claims-{_slug(source)}-{_slug(verdict)}"
+
+
+def _show_figure(figure: str) -> str:
+    """A link's target that shows figure ``figure`` with its caption in Snakemake's report
+    (its app's view of the figure's PNG, as the figure's own view button does)."""
+    if not re.fullmatch(r"\w+", figure):
+        raise ValueError(f"not a figure name: {figure!r}")
+    path = f"results/figures/{figure}.png"
+    return (
+        f"javascript:void app.setView({{navbarMode: 'resultinfo', resultPath: '{path}', "
+        f"content: 'img', contentPath: results['{path}'].data_uri}})"
+    )
+
+
+def landing_scorecard(table: pd.DataFrame, figures: Mapping[str, list[str]] | None = None) -> str:
+    """``results/scorecard.html``: the report's landing page's scorecard, then per source and
+    verdict the list of those claims (folded; a count opens its list), each with the paper's
+    value, ours and links that show its figures (``figures``: per claim the figures drawn
+    from its table)."""
+    figures = figures or {}
+    table = table.fillna({"note": ""})
+
+    def open_list(source: str, verdict: str) -> str:
+        if verdict == "claims":
+            return "javascript:app.showCategory('Claims')"
+        target = f"document.getElementById('{_group_id(source, verdict)}')"
+        return f"javascript:void({target}.open = true, {target}.scrollIntoView())"
+
+    card = _scorecard(table, href=open_list)
+    groups = []
+    for source in card["sources"]:
+        for verdict in VERDICTS:
+            rows = table[(table["source"] == source) & (table["verdict"] == verdict)]
+            if rows.empty:
+                continue
+            claims = [
+                {
+                    "statement": row.statement,
+                    "claim_id": row.claim_id,
+                    "paper": str(row.paper_value),
+                    "ours": _estimate(row.measured, row.ci_low, row.ci_high),
+                    "figures": [
+                        (figure_title(f), _show_figure(f)) for f in figures.get(row.claim_id, [])
+                    ],
+                }
+                for row in rows.itertuples(index=False)
+            ]
+            groups.append(
+                {
+                    "id": _group_id(source, verdict),
+                    "source": source,
+                    "verdict": verdict,
+                    "claims": claims,
+                }
+            )
+    return TEMPLATES.get_template("scorecard.html").render(card=card, groups=groups)

@@ -186,17 +186,20 @@ def _paper_order(name: str) -> tuple:
     return (2, list(FIGURES).index(name), "")
 
 
-def report_label(name: str) -> str:
-    """Figure ``name``'s label in the report: its rank in the papers' order within its
-    category (the report sorts labels as text), then its paper name ("GN Fig. 10: linear
-    training") or, for an extension, its own name."""
-    category = [n for n, f in FIGURES.items() if f.category == FIGURES[name].category]
-    rank = sorted(category, key=_paper_order).index(name) + 1
+def figure_title(name: str) -> str:
+    """Figure ``name``'s paper name ("GN Fig. 10: linear training") or, for an extension,
+    its own name."""
     if match := re.fullmatch(r"(gn_)?fig(\d+)_(.*)", name):
         paper = f"{'GN ' if match.group(1) else ''}Fig. {match.group(2)}"
-        title = f"{paper}: {match.group(3).replace('_', ' ')}"
-    elif match := re.fullmatch(r"gn_app(\w)_(.*)", name):
-        title = f"GN App. {match.group(1)}: {match.group(2).replace('_', ' ')}"
-    else:
-        title = name
-    return f"{rank:02d} {title}"
+        return f"{paper}: {match.group(3).replace('_', ' ')}"
+    if match := re.fullmatch(r"gn_app(\w)_(.*)", name):
+        return f"GN App. {match.group(1)}: {match.group(2).replace('_', ' ')}"
+    return name
+
+
+def report_label(name: str) -> str:
+    """Figure ``name``'s label in the report: its rank in the papers' order within its
+    category (the report sorts labels as text), then its :func:`figure_title`."""
+    category = [n for n, f in FIGURES.items() if f.category == FIGURES[name].category]
+    rank = sorted(category, key=_paper_order).index(name) + 1
+    return f"{rank:02d} {figure_title(name)}"

@@ -221,6 +221,15 @@ class Plan:
         f = FIGURES[figure]
         return [*f.experiments, *(e for e in f.optional if e in self.trials), *f.tables]
 
+    def figures_by_table(self) -> dict[str, list[str]]:
+        """Per table (an experiment's, a GN part's, a derived one) the figures drawn from it,
+        in the catalog's order: where a claim on that table can be seen."""
+        drawn: dict[str, list[str]] = {}
+        for figure in self.drawn:
+            for table in self.figure_table_names(figure):
+                drawn.setdefault(table, []).append(figure)
+        return drawn
+
     def figure_tables(self, figure: str, marks: list[dict]) -> dict[str, str]:
         """The tables a figure draws, by name, the per-trial tables it reads and those from
         which it draws where a paper-sized mean of ours falls (the table and pool of each
