@@ -265,11 +265,24 @@ def test_names_with_mathtext_reach_the_figure_as_text(tmp_path):
     assert png.stat().st_size > 0 and pdf.stat().st_size > 0
 
 
+def test_a_convolution_is_one_row_by_default_the_map_from_a_patch_to_the_output(weights):
+    """conv(x) at each output position = W (out x in * k * k) applied to the unfolded input
+    patch there (torch's unfold as the reference)."""
+    conv = weights["conv.weight"]
+    (found,) = [m for m in matrices(weights) if m.tensor == "conv.weight"]
+    assert found.layer == "conv" and found.layer_type == "conv2d"
+    assert found.matrix.shape == (8, 3 * 3 * 3)
+    x = torch.randn(1, 3, 5, 5)
+    patches = torch.nn.functional.unfold(x, kernel_size=3)[0]  # (in * k * k, positions)
+    direct = torch.nn.functional.conv2d(x, conv)[0].reshape(8, -1)
+    torch.testing.assert_close(found.matrix.float() @ patches, direct, rtol=1e-5, atol=1e-6)
+
+
 def test_a_kernel_per_position_is_the_matrix_applied_at_that_offset(weights):
     """conv(x) = sum over offsets (i, j) of W[:, :, i, j] x[:, i:, j:]: each row is one of
     those matrices."""
     conv = weights["conv.weight"]
-    found = [m for m in matrices(weights) if m.tensor == "conv.weight"]
+    found = [m for m in matrices(weights, conv="per_position") if m.tensor == "conv.weight"]
     assert [m.layer for m in found] == [f"conv[{i},{j}]" for i in range(3) for j in range(3)]
     x = torch.randn(3, 5, 5)
     summed = sum(

@@ -72,7 +72,7 @@ def test_dense_and_embedding_layers_agree(model, watcher):
 
 def test_a_convolution_pools_the_same_eigenvalues(model, watcher):
     w, details, scaled = watcher
-    rows = matcond.analyze(model)
+    rows = matcond.analyze(model, conv="per_position")
     conv = rows[rows["tensor"] == "2.weight"]
     assert len(conv) == 9 and (conv["rows"] == 96).all() and (conv["cols"] == 64).all()
     weight = model[2].weight.detach().double().numpy()

@@ -93,7 +93,7 @@ def analyse(
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
     max_elements: int = MAX_ELEMENTS,
-    conv: str = "per_position",
+    conv: str = "reshaped",
     config: Mapping[str, Any] | None = None,
     errors: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]], pd.DataFrame, pd.DataFrame | None]:
@@ -107,9 +107,10 @@ def analyse(
 
     ``source``: a weight file, a Hugging Face model folder or shard index, a folder of
     checkpoints of one run (rows of every checkpoint, with its ``step``), an ``nn.Module`` or
-    a state dict. ``conv``: ``"per_position"`` (a matrix per kernel position, WeightWatcher's
-    convention) or ``"reshaped"``; ``config``: the model's settings (default: the
-    ``config.json`` beside the weights, or a Hugging Face model's own). Columns:
+    a state dict. ``conv``: ``"reshaped"`` (a matrix per convolution, out x in * kernel
+    size) or ``"per_position"`` (a matrix per kernel position); ``config``: the model's
+    settings (default: the ``config.json`` beside the weights, or a Hugging Face model's own).
+    Columns:
     :mod:`matcond.own_weights.metrics`.
     """
     import pandas as pd
@@ -157,7 +158,7 @@ def analyze(
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
     max_elements: int = MAX_ELEMENTS,
-    conv: str = "per_position",
+    conv: str = "reshaped",
     config: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One row per weight matrix of ``source``: the table of :func:`analyse` (what each

@@ -92,7 +92,7 @@ def component_errors(
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
     max_elements: int = MAX_ELEMENTS,
-    conv: str = "per_position",
+    conv: str = "reshaped",
     config: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One row per checkpoint of ``trained``, matrix and component: its value, the

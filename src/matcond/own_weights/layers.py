@@ -22,10 +22,11 @@ Types (column ``layer_type``), from the name and the shape:
   ``bloom``; otherwise it is one matrix of type ``attention_qkv`` and the note says why;
 - ``embedding``: a name with ``emb``, ``wte`` or ``wpe`` in its last part;
 - ``conv1d``, ``conv2d``, ``conv3d``: ``*weight`` tensors of 3, 4 or 5 dimensions
-  (out, in, *kernel). With ``conv="per_position"`` (the default, WeightWatcher's convention)
-  each kernel position is one out x in matrix, named ``<layer>[i,j]``: the matrix the layer
-  applies to the input at that offset. With ``conv="reshaped"`` the kernel is one
-  out x (in * prod(kernel)) matrix;
+  (out, in, *kernel). With ``conv="reshaped"`` (the default: one row per layer) the kernel
+  is one out x (in * prod(kernel)) matrix, the map from an input patch to the output. With
+  ``conv="per_position"`` each kernel position is one out x in matrix, named
+  ``<layer>[i,j]``: the matrix the layer applies to the input at that offset (the matrices
+  whose pooled eigenvalues WeightWatcher fits);
 - ``attention_qk``, ``attention_ov``: per head, the products W_Q,h^T W_K,h and W_O,h W_V,h
   of each attention layer whose q, k, v and o are found, when the number of heads is known
   (``config.json``, or an ``nn.MultiheadAttention``): :func:`attention_products`;
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 # Largest tensor analysed by default (config key checkpoint_max_elements; see the schema).
 MAX_ELEMENTS = 2**24
-CONV_CONVENTIONS = ("per_position", "reshaped")
+CONV_CONVENTIONS = ("reshaped", "per_position")
 # Keys whose entries are optimizer / scheduler state, and an optimizer's per-parameter state.
 OPTIMIZER_KEYS = {
     "optimizer",
@@ -225,7 +226,7 @@ def _split(layer: str, key: str, w: torch.Tensor, kind: str, config: Mapping) ->
 def matrices(
     entries: Mapping[str, Any],
     config: Mapping[str, Any] | None = None,
-    conv: str = "per_position",
+    conv: str = "reshaped",
     max_elements: int = MAX_ELEMENTS,
     known_types: Mapping[str, str] | None = None,
 ) -> list[Matrix]:
