@@ -525,6 +525,7 @@ def test_the_api_shows_itself():
         "max_elements",
         "conv",
         "config",
+        "layers",
     ]
     with pytest.raises(TypeError, match=r"analyze\(\) got an unexpected keyword"):
         matcond.analyze("x", effective_rank_threshold=[0.1])
@@ -588,3 +589,18 @@ def test_a_file_name_that_is_not_utf8_is_named_before_any_job(weights, tmp_path)
     (run / os.fsdecode(b"b\xff.safetensors")).write_bytes(b"x")
     with pytest.raises(ConfigError, match=r"checkpoints\.r: 'run' .* not UTF-8 \(b'b\\xff"):
         check_checkpoint_paths({"checkpoints": {"r": "run"}}, base=tmp_path)
+
+
+def test_a_layer_filter_analyses_only_the_layers_it_finds():
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, bias=False)
+    every = matcond.analyze(mha)
+    heads = matcond.analyze(mha, layers=r"head\d+\.qk$")
+    assert heads["layer"].tolist() == ["head0.qk", "head1.qk"]
+    pd.testing.assert_frame_equal(
+        heads.reset_index(drop=True),
+        every[every["layer"].isin(heads["layer"])].reset_index(drop=True),
+    )
+    assert matcond.analyze(mha, layers="no such layer").empty
+    with pytest.raises(ValueError, match=r"layers: '\(' is not a regular expression"):
+        matcond.analyze(mha, layers="(")

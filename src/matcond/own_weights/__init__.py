@@ -13,6 +13,7 @@ Gauss-Newton condition number of a linear or leaky-ReLU stack on your data:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,6 +97,7 @@ def analyse(
     conv: str = "reshaped",
     config: Mapping[str, Any] | None = None,
     errors: bool = False,
+    layers: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]], pd.DataFrame, pd.DataFrame | None]:
     """The table of ``source`` with one row per weight matrix, the singular values by
     checkpoint and layer, the entries not analysed (``checkpoint``, ``tensor``,
@@ -110,6 +112,8 @@ def analyse(
     a state dict. ``conv``: ``"reshaped"`` (a matrix per convolution, out x in * kernel
     size) or ``"per_position"`` (a matrix per kernel position); ``config``: the model's
     settings (default: the ``config.json`` beside the weights, or a Hugging Face model's own).
+    ``layers``: a regular expression; only the matrices whose layer name it finds
+    (:func:`re.search`, e.g. ``"attn"`` or ``"mlp"``) are analysed (None: every one).
     Columns:
     :mod:`matcond.own_weights.metrics`.
     """
@@ -119,10 +123,16 @@ def analyse(
     from matcond.own_weights.layers import matrices, skipped_entries
     from matcond.own_weights.metrics import analyse_matrices
 
+    try:
+        wanted = re.compile(layers or "")
+    except re.error as err:
+        raise ValueError(f"layers: {layers!r} is not a regular expression ({err})") from None
     tables, spectra, skipped, error_rows, first, unreadable = [], {}, [], [], None, []
     error_settings = (effective_rank_thresholds, rank_rtol)
     for name, step, entries, model_config, types in checkpoint_entries(source, config, unreadable):
         found = matrices(entries, model_config, conv, max_elements, types)
+        if layers is not None:
+            found = [m for m in found if wanted.search(m.layer)]
         table, spectra[name] = analyse_matrices(
             found, effective_rank_thresholds, rank_rtol, name, step
         )
@@ -160,10 +170,13 @@ def analyze(
     max_elements: int = MAX_ELEMENTS,
     conv: str = "reshaped",
     config: Mapping[str, Any] | None = None,
+    layers: str | None = None,
 ) -> pd.DataFrame:
     """One row per weight matrix of ``source``: the table of :func:`analyse` (what each
     argument means), without the spectra and the skipped entries."""
-    return analyse(source, effective_rank_thresholds, rank_rtol, max_elements, conv, config)[0]
+    return analyse(
+        source, effective_rank_thresholds, rank_rtol, max_elements, conv, config, layers=layers
+    )[0]
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
