@@ -272,7 +272,7 @@ def test_missing_checkpoint_path_names_the_config_key(tmp_path):
 
 
 # End to end through Snakemake.
-OUTPUTS = [".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf"]
+OUTPUTS = [".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf", "_layers.png"]
 OUTPUTS += ["_errors.parquet", "_errors.csv"]
 
 

@@ -604,3 +604,25 @@ def test_a_layer_filter_analyses_only_the_layers_it_finds():
     assert matcond.analyze(mha, layers="no such layer").empty
     with pytest.raises(ValueError, match=r"layers: '\(' is not a regular expression"):
         matcond.analyze(mha, layers="(")
+
+
+def test_the_per_layer_figure_has_a_panel_per_matrix_titled_with_its_name(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from matcond.figures import own_weights as figure_module
+
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, bias=False)
+    table, spectra, _, _ = analyse(mha)
+    drawn = {}
+    monkeypatch.setattr(figure_module, "save", lambda fig, png, pdf: drawn.update(fig=fig))
+    figure_module.plot_layer_spectra(table, spectra, "$x$", "a.png", "a.pdf")
+    axes = [ax for ax in drawn["fig"].axes if ax.get_visible()]
+    assert [ax.get_title().split("\n")[0] for ax in axes] == table["layer"].tolist()
+    assert "pseudo" in axes[-1].get_title()  # a per-head product: rank 4 of 8
+    plt.close(drawn["fig"])
+    monkeypatch.setattr(figure_module, "MAX_PANELS", 3)
+    figure_module.plot_layer_spectra(table, spectra, "$x$", "a.png", "a.pdf")
+    assert sum(ax.get_visible() for ax in drawn["fig"].axes) == 3
+    assert f"{len(table) - 3} more not drawn" in drawn["fig"].get_suptitle()
+    plt.close(drawn["fig"])

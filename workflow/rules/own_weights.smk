@@ -22,8 +22,9 @@ CHECKPOINT_SETTINGS = json.dumps(
 
 
 rule analyse_weights:
-    """Per-layer spectral table (parquet, CSV), the entries skipped and why, the figure, and
-    for a folder of checkpoints every checkpoint's component errors against the first.
+    """Per-layer spectral table (parquet, CSV), the entries skipped and why, the figures (all
+    spectra; a panel per matrix), and for a folder of checkpoints every checkpoint's
+    component errors against the first.
     """
     input:
         lambda wildcards: input_files(config["checkpoints"][wildcards.name]),
@@ -37,6 +38,12 @@ rule analyse_weights:
             category="Your weights",
         ),
         pdf="results/checkpoints/{name}_spectra.pdf",
+        layers_png=report(
+            "results/checkpoints/{name}_layers.png",
+            caption="../report/checkpoint_layers.rst",
+            category="Your weights",
+        ),
+        layers_pdf="results/checkpoints/{name}_layers.pdf",
         errors="results/checkpoints/{name}_errors.parquet",
         errors_csv="results/checkpoints/{name}_errors.csv",
     log:

@@ -1,5 +1,6 @@
-"""The figure of analysed weights (matcond.own_weights): every matrix's spectrum and, for a
-folder of checkpoints, each matrix's condition number along the run."""
+"""The figures of analysed weights (matcond.own_weights): every matrix's spectrum and, for a
+folder of checkpoints, each matrix's condition number along the run; and a panel per matrix
+with its name (:func:`plot_layer_spectra`)."""
 
 from __future__ import annotations
 
@@ -63,4 +64,52 @@ def plot_own_weights(
         ax.set_xlabel("checkpoint (order)" if no_step else "step")
         ax.set_ylabel(r"condition number $\kappa$")
         ax.set_title(f"{plain(title)}: condition number along {len(checkpoints)} checkpoints")
+    save(fig, png, pdf)
+
+
+# Panels of the per-layer figure: beyond these the figure says how many it leaves out.
+MAX_PANELS = 48
+
+
+def plot_layer_spectra(
+    table: pd.DataFrame,
+    spectra: Mapping[str, Mapping[str, np.ndarray]],
+    title: str,
+    png: str,
+    pdf: str,
+) -> None:
+    """One panel per matrix of the last checkpoint, in the file's order, titled with its
+    layer name and condition number: s_i against i (log y; zero singular values not drawn).
+    At most MAX_PANELS panels; the title says how many matrices are left out."""
+    checkpoints = list(spectra)
+    last = spectra[checkpoints[-1]] if checkpoints else {}
+    names = list(last)[:MAX_PANELS]
+    ncols = min(6, max(len(names), 1))
+    nrows = max(1, -(-len(names) // ncols))
+    fig, axes = figure(ncols=ncols, nrows=nrows, width=2.6, height=2.2)
+    rows = table[table["checkpoint"] == checkpoints[-1]] if checkpoints else table
+    kappa = {
+        row.layer: (
+            f"$\\kappa$ = {row.condition_number:.3g}"
+            if np.isfinite(row.condition_number)
+            else f"pseudo-$\\kappa$ = {row.pseudo_condition_number:.3g}"
+        )
+        for row in rows.itertuples()
+    }
+    for ax, name in zip(axes.flat, names, strict=False):
+        s = last[name]
+        ax.plot(np.arange(1, s.size + 1), np.where(s > 0, s, np.nan), lw=1.2)
+        ax.set_yscale("log")
+        ax.set_title(f"{plain(name)}\n{kappa.get(name, '')}", fontsize=7)
+        ax.set_xlabel("index i", fontsize=6)
+        ax.set_ylabel("$s_i$", fontsize=6)
+        ax.tick_params(which="both", labelsize=6)
+    for ax in list(axes.flat)[len(names) :]:
+        ax.set_visible(False)
+    if not names:
+        axes[0][0].set_visible(True)
+        axes[0][0].text(0.5, 0.5, "no 2-D weights", ha="center", va="center")
+    left = len(last) - len(names)
+    more = f"; {left} more not drawn (see the table)" if left else ""
+    fig.suptitle(f"{plain(title)}: singular values per matrix{more}", fontsize=9)
     save(fig, png, pdf)

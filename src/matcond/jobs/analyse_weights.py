@@ -6,7 +6,7 @@ import hashlib
 import json
 import sys
 
-from matcond.figures.own_weights import plot_own_weights
+from matcond.figures.own_weights import plot_layer_spectra, plot_own_weights
 from matcond.own_weights import UNREADABLE_FILE, analyse, write_table
 
 
@@ -27,6 +27,8 @@ def main(snakemake) -> None:
     errors.to_csv(snakemake.output.errors_csv, index=False)
     name = snakemake.wildcards.name
     plot_own_weights(table, spectra, name, snakemake.output.png, snakemake.output.pdf)
+    out = snakemake.output
+    plot_layer_spectra(table, spectra, name, out.layers_png, out.layers_pdf)
     analysed, left = table["checkpoint"].value_counts(), skipped["checkpoint"].value_counts()
     for checkpoint in spectra:  # every checkpoint, in order
         print(

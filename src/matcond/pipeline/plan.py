@@ -24,7 +24,7 @@ DEPTH_PER_TRIAL = f"results/per_trial/{DEPTH_TABLE}.parquet"
 REPORT = "results/report.html"  # where the README's command writes the report
 DEPTH_MODELS = ("linear", "deep_linear", "relu_mlp")  # chains of matrices
 CHECKPOINT_SUFFIXES = (".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf")
-CHECKPOINT_SUFFIXES += ("_errors.parquet", "_errors.csv")
+CHECKPOINT_SUFFIXES += ("_layers.png", "_layers.pdf", "_errors.parquet", "_errors.csv")
 
 
 def trial_mem_mb(dim: int, gn: bool = False) -> int:
