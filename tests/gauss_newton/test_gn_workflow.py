@@ -424,3 +424,17 @@ def test_the_full_gn_config_merges_over_the_default():
     assert sweeps["fig8_linear_cnn"]["kernel_sizes"] == [1, 3, 5, 7]  # kept from the default
     assert sweeps["fig10_linear_training"]["epochs"] == 500
     assert sweeps["fig15_pruning_resnet32"]["blocks"] == 5
+
+
+def test_a_config_of_one_gn_sweep_only_runs_and_reports(tmp_path):
+    """The fourth kind of config (beside the paper's, the small one and weights only): one
+    Gauss-Newton sweep, no experiment. It runs, and its report builds with the sweep's figure
+    and says that no claim is checked."""
+    config = yaml.safe_load(TEST_CONFIG.read_text())
+    sweep = {"fig2_depth": config["gauss_newton"]["sweeps"]["fig2_depth"]}
+    gn = {**config["gauss_newton"], "sweeps": sweep}
+    (tmp_path / "gn.yaml").write_text(yaml.safe_dump({"experiments": {}, "gauss_newton": gn}))
+    snakemake(tmp_path, config=tmp_path / "gn.yaml")
+    snakemake(tmp_path, "--report", "results/report.html", config=tmp_path / "gn.yaml")
+    report = (tmp_path / "results" / "report.html").read_text()
+    assert "configures no experiment" in report and "gn_fig2_depth.png" in report
