@@ -1,8 +1,9 @@
 """matcond: structural components of weight matrices and Gauss-Newton conditioning.
 
 The math behind the Snakemake workflow lives here; rules and scripts only glue it together.
-The functions for your own weights are here too: ``matcond.analyze``, ``matcond.summarize``,
-``matcond.component_errors`` and ``matcond.gauss_newton_condition`` (docs/own-weights.md).
+The functions for your own weights are here too: ``matcond.analyze``, ``matcond.describe``,
+``matcond.summarize``, ``matcond.component_errors`` and ``matcond.gauss_newton_condition``
+(docs/own-weights.md).
 """
 
 import importlib
@@ -11,6 +12,7 @@ import importlib
 _OWN_WEIGHTS = {
     "analyze": "matcond.own_weights",
     "summarize": "matcond.own_weights",
+    "describe": "matcond.own_weights",
     "component_errors": "matcond.own_weights.compare",
     "gauss_newton_condition": "matcond.own_weights.gauss_newton",
 }

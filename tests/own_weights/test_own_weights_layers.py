@@ -626,3 +626,17 @@ def test_the_per_layer_figure_has_a_panel_per_matrix_titled_with_its_name(tmp_pa
     assert sum(ax.get_visible() for ax in drawn["fig"].axes) == 3
     assert f"{len(table) - 3} more not drawn" in drawn["fig"].get_suptitle()
     plt.close(drawn["fig"])
+
+
+def test_describe_lists_what_analyze_analyses_without_a_spectrum(monkeypatch):
+    import matcond.own_weights.metrics as metrics
+
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, bias=False)
+    table = matcond.analyze(mha)
+    monkeypatch.setattr(metrics, "analyse_matrices", None)  # describe computes no spectrum
+    described = matcond.describe(mha)
+    columns = ["layer", "tensor", "layer_type", "rows", "cols"]
+    pd.testing.assert_frame_equal(described[columns], table[columns], check_dtype=False)
+    assert matcond.describe(mha, layers="qk$")["layer"].tolist() == ["head0.qk", "head1.qk"]
+    assert "describe" in dir(matcond)

@@ -179,6 +179,41 @@ def analyze(
     )[0]
 
 
+def describe(
+    source: str | Path | torch.nn.Module | Mapping[str, Any],
+    max_elements: int = MAX_ELEMENTS,
+    conv: str = "reshaped",
+    config: Mapping[str, Any] | None = None,
+    layers: str | None = None,
+) -> pd.DataFrame:
+    """The matrices :func:`analyze` would analyse, without computing a spectrum: a row per
+    matrix with ``checkpoint``, ``step``, ``layer``, ``tensor``, ``layer_type``, ``rows``,
+    ``cols``, ``tensor_shape`` and ``note`` (arguments as for :func:`analyse`)."""
+    import pandas as pd
+
+    from matcond.own_weights.layers import matrices
+
+    wanted = re.compile(layers or "")
+    rows = [
+        {
+            "checkpoint": name,
+            "step": step,
+            "layer": m.layer,
+            "tensor": m.tensor,
+            "layer_type": m.layer_type,
+            "rows": m.matrix.shape[0],
+            "cols": m.matrix.shape[1],
+            "tensor_shape": "x".join(map(str, m.tensor_shape)),
+            "note": m.note,
+        }
+        for name, step, entries, model_config, types in checkpoint_entries(source, config)
+        for m in matrices(entries, model_config, conv, max_elements, types)
+        if wanted.search(m.layer)
+    ]
+    columns = ["checkpoint", "step", "layer", "tensor", "layer_type", "rows", "cols"]
+    return pd.DataFrame(rows, columns=[*columns, "tensor_shape", "note"])
+
+
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """A row per checkpoint of an :func:`analyze` table, over its weight matrices (not the
     per-head products ``attention_qk`` / ``attention_ov``): ``n_matrices``, ``n_flagged``
