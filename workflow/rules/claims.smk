@@ -40,13 +40,6 @@ if workflow.is_main_process:
         note(_note)
 
 
-def claim_figures():
-    """Per claim the figures drawn from its table (the claims page and the landing page
-    link them)."""
-    drawn = PLAN.figures_by_table()
-    return {c["claim_id"]: drawn.get(c["table"], []) for c in claims_yaml()["claims"]}
-
-
 rule claims:
     """Check every quantitative claim of config/claims.yaml against the per-trial tables and
     the GN sweeps' tables (a bootstrap interval and a verdict per claim), and again under

@@ -142,6 +142,13 @@ def trials_json(wildcards):
     return json.dumps({e: PLAN.experiment_cells(e) for e in TRIALS}, sort_keys=True)
 
 
+def claim_figures():
+    """Per claim the figures drawn from its table (the claims page and the landing page
+    link them)."""
+    drawn = PLAN.figures_by_table()
+    return {c["claim_id"]: drawn.get(c["table"], []) for c in claims_yaml()["claims"]}
+
+
 def figure_marks(figure):
     """The papers' values that figure ``figure`` marks (matcond.claims.check.paper_values)."""
     return paper_values(claims_yaml(), PLAN.figure_table_names(figure))
