@@ -63,3 +63,6 @@ def test_the_run_s_last_line_says_which_experiments_diverged():
     assert line.startswith("3 of 100 trials diverged (exp_depth_limits 2, exp8_lr 1; stored")
     assert "a/seed0 (epoch 3); a/seed1 (epoch 4); and 1 more" in line
     assert divergence_summary(diverged.iloc[:0], 100) == "No trial diverged (100 trials)."
+    expected = {"exp_depth_limits": "depth 3 at lr 0.1", "exp8_lr": ""}
+    line = divergence_summary(diverged, 100, expected)
+    assert "(exp_depth_limits 2 (expected: depth 3 at lr 0.1), exp8_lr 1; stored" in line

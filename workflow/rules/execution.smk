@@ -77,7 +77,12 @@ onsuccess:
 
         say(
             divergence_summary(
-                pd.read_csv(DIVERGED_TABLE), len(PLAN.trial_by_path)
+                pd.read_csv(DIVERGED_TABLE),
+                len(PLAN.trial_by_path),
+                {
+                    name: e.get("expected_divergence", "")
+                    for name, e in config["experiments"].items()
+                },
             ),
             sys.stdout,
         )

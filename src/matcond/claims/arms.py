@@ -10,7 +10,7 @@ one row per network and seed (columns: :data:`matcond.gn_experiments.columns.SWE
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -229,15 +229,25 @@ def diverged_trials(
     return pd.DataFrame(rows, columns=DIVERGED_COLUMNS)
 
 
-def divergence_summary(diverged: pd.DataFrame, n_trials: int, shown: int = 3) -> str:
+def divergence_summary(
+    diverged: pd.DataFrame,
+    n_trials: int,
+    expected: Mapping[str, str] | None = None,
+    shown: int = 3,
+) -> str:
     """One line for the end of a run: how many of ``n_trials`` diverged and in which
-    experiments (a deep net at a large init is meant to diverge in some), the first ``shown``
-    of them with their epochs."""
+    experiments, each with what its config says is expected to diverge (``expected``:
+    experiment -> its ``expected_divergence``), the first ``shown`` of them with their
+    epochs."""
     if diverged.empty:
         return f"No trial diverged ({n_trials} trials)."
+    expected = expected or {}
     trials = diverged.drop_duplicates("trial")
     per_experiment = trials["experiment"].value_counts(sort=False)
-    where = ", ".join(f"{name} {count}" for name, count in per_experiment.items())
+    where = ", ".join(
+        f"{name} {count}" + (f" (expected: {expected[name]})" if expected.get(name) else "")
+        for name, count in per_experiment.items()
+    )
     first = [f"{row.trial} (epoch {row.diverged_epoch})" for row in trials.head(shown).itertuples()]
     more = len(trials) - len(first)
     return (
