@@ -54,10 +54,15 @@ def paper_captions() -> dict[str, str]:
     gn_settings = {**gn["sweeps"], "exp7": gn["exp7"], "along_training": gn["along_training"]}
     claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())["claims"]
     papers = [c for c in claims if claim_source(c) != OWN]
+    own = [c for c in claims if claim_source(c) == OWN]
     return {
         name: caption_document(
             report_caption(
-                name, summaries, gn_settings, [c for c in papers if c["table"] in tables(name)]
+                name,
+                summaries,
+                gn_settings,
+                [c for c in papers if c["table"] in tables(name)],
+                [c for c in own if c["table"] in tables(name)],
             )
         )
         for name in FIGURES
@@ -94,12 +99,13 @@ def test_captions_carry_inherited_defaults(paper_captions):
 
 def test_captions_give_the_papers_values(paper_captions):
     """Fig. 2's caption lists the paper's SGD overall error (0.14), the GN Fig. 3 caption its
-    bounds' claims; no caption lists our own checks."""
+    bounds' claims; our own checks are listed apart from the papers' values, never among them."""
     fig2 = html.unescape(rendered(paper_captions["fig2_optimizer"]))
     assert "overall error SGD 0.14 (§4.2 / abstract): 0.14 (exp2_overall_sgd)" in fig2
     fig3 = html.unescape(rendered(paper_captions["gn_fig3_bounds"]))
     assert "(GN App. E, I.3 / Fig. 3): [1.0, inf]" in fig3
-    assert all("(theory" not in caption for caption in paper_captions.values())
+    papers_parts = [c.split("**Our checks on these trials**")[0] for c in paper_captions.values()]
+    assert all("(theory" not in part for part in papers_parts)
 
 
 HOSTILE = [
@@ -131,6 +137,12 @@ def test_anyones_text_in_a_caption_is_shown_as_text(text, tmp_path):
     assert f"{shown} ({shown}): 0.5 ({shown})" in html.unescape(body)
     settings = caption_settings(document, "exp2_optimizer")
     assert settings["note"] == shown and settings[shown] == "1"
+
+
+def test_a_caption_names_our_checks_on_its_trials(paper_captions):
+    caption = html.unescape(rendered(paper_captions["depth_theory"]))
+    assert "Our checks on these trials" in caption and "(depth_flow_L2_init0.5)" in caption
+    assert "Our checks on these trials" not in paper_captions["fig2_optimizer"]
 
 
 def test_own_captions_keep_their_comparisons(paper_captions):

@@ -158,8 +158,10 @@ def figure_caption(wildcards):
     """The figure's caption with the settings of its experiments or GN parts, for the report."""
     summaries, gn_settings = PLAN.figure_settings(wildcards.figure)
     tables = PLAN.figure_table_names(wildcards.figure)
-    on_figure = [c for c in paper_claims() if c["table"] in tables]
-    return report_caption(wildcards.figure, summaries, gn_settings, on_figure)
+    on_figure = [c for c in claims_yaml()["claims"] if c["table"] in tables]
+    paper = [c for c in on_figure if claim_source(c) != OWN]
+    own = [c for c in on_figure if claim_source(c) == OWN]
+    return report_caption(wildcards.figure, summaries, gn_settings, paper, own)
 
 
 def gn_sweep_files(wildcards):

@@ -146,12 +146,14 @@ def report_caption(
     summaries: dict[str, tuple[int, dict, list[str]]],
     gn_settings: dict[str, dict],
     paper_claims: list[dict],
+    own_checks: list[dict] = (),
 ) -> str:
     """Figure ``name``'s report caption (reST): its caption; for each experiment it draws
     (``summaries``: per configured experiment its number of trials and :func:`trial_settings`
     of their specs) what its trials vary and, as a table, every setting they share, defaults
     included; for each GN part its settings (``gn_settings``); then the papers' values on its
-    tables (``paper_claims``: claims of config/claims.yaml, the papers' only)."""
+    tables (``paper_claims``: claims of config/claims.yaml, the papers' only) and our own
+    checks on them (``own_checks``), each by its claim id."""
     figure = FIGURES[name]
     lines = [_rest_text(figure.caption), ""]
     for experiment in [*figure.experiments, *(e for e in figure.optional if e in summaries)]:
@@ -171,6 +173,12 @@ def report_caption(
             f"- {rest_escape(c['statement'])} ({rest_escape(c['where'])}): "
             f"{rest_escape(_paper_value(c['paper_value']))} ({rest_escape(c['claim_id'])})"
             for c in paper_claims
+        ]
+        lines.append("")
+    if own_checks:
+        lines += ["**Our checks on these trials** (verdicts on the claims page):", ""]
+        lines += [
+            f"- {rest_escape(c['statement'])} ({rest_escape(c['claim_id'])})" for c in own_checks
         ]
         lines.append("")
     return "\n".join(lines)
