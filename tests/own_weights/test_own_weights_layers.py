@@ -639,4 +639,6 @@ def test_describe_lists_what_analyze_analyses_without_a_spectrum(monkeypatch):
     columns = ["layer", "tensor", "layer_type", "rows", "cols"]
     pd.testing.assert_frame_equal(described[columns], table[columns], check_dtype=False)
     assert matcond.describe(mha, layers="qk$")["layer"].tolist() == ["head0.qk", "head1.qk"]
+    with pytest.raises(ValueError, match="layers: '\\[' is not a regular expression"):
+        matcond.describe(mha, layers="[")
     assert "describe" in dir(matcond)

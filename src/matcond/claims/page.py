@@ -206,7 +206,6 @@ def landing_scorecard(table: pd.DataFrame, figures: Mapping[str, list[str]] | No
     value, ours and links that show its figures (``figures``: per claim the figures drawn
     from its table)."""
     figures = figures or {}
-    table = table.fillna({"note": ""})
 
     def open_list(source: str, verdict: str) -> str:
         if verdict == "claims":

@@ -89,6 +89,15 @@ def single_checkpoint(
     return next(checkpoint_entries(source, config))
 
 
+def _layer_pattern(layers: str | None) -> re.Pattern:
+    """The ``layers`` filter of :func:`analyse` and :func:`describe` as a pattern (None: one
+    that finds every layer name); ValueError naming it when it is not a regular expression."""
+    try:
+        return re.compile(layers or "")
+    except re.error as err:
+        raise ValueError(f"layers: {layers!r} is not a regular expression ({err})") from None
+
+
 def analyse(
     source: str | Path | torch.nn.Module | Mapping[str, Any],
     effective_rank_thresholds: Sequence[float] = (0.01,),
@@ -123,16 +132,15 @@ def analyse(
     from matcond.own_weights.layers import matrices, skipped_entries
     from matcond.own_weights.metrics import analyse_matrices
 
-    try:
-        wanted = re.compile(layers or "")
-    except re.error as err:
-        raise ValueError(f"layers: {layers!r} is not a regular expression ({err})") from None
+    wanted = _layer_pattern(layers)
     tables, spectra, skipped, error_rows, first, unreadable = [], {}, [], [], None, []
     error_settings = (effective_rank_thresholds, rank_rtol)
     for name, step, entries, model_config, types in checkpoint_entries(source, config, unreadable):
-        found = matrices(entries, model_config, conv, max_elements, types)
-        if layers is not None:
-            found = [m for m in found if wanted.search(m.layer)]
+        found = [
+            m
+            for m in matrices(entries, model_config, conv, max_elements, types)
+            if wanted.search(m.layer)
+        ]
         table, spectra[name] = analyse_matrices(
             found, effective_rank_thresholds, rank_rtol, name, step
         )
@@ -193,7 +201,7 @@ def describe(
 
     from matcond.own_weights.layers import matrices
 
-    wanted = re.compile(layers or "")
+    wanted = _layer_pattern(layers)
     rows = [
         {
             "checkpoint": name,
