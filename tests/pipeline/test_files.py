@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from matcond.condition_number.run import write_table, write_weights
-from matcond.pipeline.damage import damaged_files, file_problem, set_aside
+from matcond.pipeline.damage import by_block, damaged_files, file_problem, seed_ranges, set_aside
 from matcond.pipeline.files import (
     SETTINGS_KEY,
     DamagedFileError,
@@ -205,10 +205,30 @@ def test_a_missing_or_resized_trial_file_sets_its_block_aside(tmp_path, spec, ta
     )
     # another seed list: the block is trained again
     write_block(results, trials, table)
-    assert (
-        "made for seeds [0, 1]"
-        in damaged_files(results, {block: block_request(trials[:1])}, [])[manifest]
+    found = damaged_files(results, {block: block_request(trials[:1])}, [])
+    assert found[manifest] == "made for seeds 0-1, not 0"
+    # the run names the block once, its trial files with it (not one line per trial)
+    assert by_block(found) == {manifest: ("made for seeds 0-1, not 0", [first, second])}
+
+
+def test_seed_ranges_are_sorted_runs():
+    assert seed_ranges([1041, 1000, 1001, 1002, 7]) == "7, 1000-1002, 1041"
+    assert seed_ranges([]) == "none"
+
+
+def test_a_trial_file_damaged_for_its_own_reason_keeps_its_line(tmp_path):
+    manifest, table, other = (
+        tmp_path / "trials" / "s" / n for n in ("seeds0-63.json", "seed0.parquet", "seed1.parquet")
     )
+    damaged = {
+        table: "checksum mismatch",
+        manifest: "its trial files seed0.parquet are missing or altered",
+        other: "its trial files seed0.parquet are missing or altered",
+    }
+    assert by_block(damaged) == {
+        table: ("checksum mismatch", []),
+        manifest: ("its trial files seed0.parquet are missing or altered", [other]),
+    }
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from matcond.execution.jobserver import JobServer, slurm_group_jobs
 from matcond.execution.slurm import slurm_problem
 from matcond.pipeline.config import check_results_dir
 from matcond.pipeline.console import note, say
-from matcond.pipeline.damage import damaged_files, query_only, set_aside
+from matcond.pipeline.damage import by_block, damaged_files, query_only, set_aside
 from matcond.pipeline.run_record import (
     RUN_CONFIG,
     read_run_config,
@@ -170,17 +170,22 @@ def set_aside_damaged_outputs():
             check_results_dir("results")
         except ConfigError as err:
             sys.exit(f"Cannot start: {err}")
-    for path, problem in damaged.items():
+    for path, (problem, trial_files) in by_block(damaged).items():
         remedy = (
             f"make it again with --report {REPORT}"
             if str(path) == REPORT
             else "rebuilt"
         )
+        named = (
+            f"{path} and its {len(trial_files)} trial files" if trial_files else path
+        )
         if inspect_only:
-            fate = f"a run moves it to results/damaged/; {remedy}"
+            fate = f"a run moves {'them' if trial_files else 'it'} to results/damaged/; {remedy}"
         else:
+            for trial_file in trial_files:
+                set_aside(trial_file, Path("results"))
             fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
-        note(f"{path} is damaged ({problem}): {fate}")
+        note(f"{named} {'are' if trial_files else 'is'} damaged ({problem}): {fate}")
     # the files rules make (a trial file is rebuilt through its block's manifest)
     rebuilt = [
         str(path)

@@ -83,11 +83,12 @@ def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:
     made_for, expected = stored["block"], json.loads(block_json)
     if made_for != expected:
         if made_for["spec"] == expected["spec"]:
-            problem = (
-                f"made for seeds {made_for['seeds']} saving the weights of "
-                f"{made_for.get('save_weights')}, not {expected['seeds']} and "
-                f"{expected['save_weights']}"
-            )
+            problem = f"made for seeds {seed_ranges(made_for['seeds'])}"
+            problem += f", not {seed_ranges(expected['seeds'])}"
+            saved, to_save = made_for.get("save_weights") or [], expected["save_weights"]
+            if saved != to_save:
+                problem += f"; saving the weights of {seed_ranges(saved)}"
+                problem += f", not {seed_ranges(to_save)}"
         elif isinstance(made_for["spec"], dict):
             problem = changed_settings(made_for["spec"], expected["spec"])
         else:
@@ -103,6 +104,35 @@ def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:
         names = ", ".join(f.name for f in [*missing, *altered])
         return {manifest: f"its trial files {names} are missing or altered"} | altered
     return {}
+
+
+def seed_ranges(seeds: Iterable[int]) -> str:
+    """Seeds as sorted runs, "1000-1039, 1041" (none: "none")."""
+    runs: list[list[int]] = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][1] + 1:
+            runs[-1][1] = seed
+        else:
+            runs.append([seed, seed])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
+
+
+def by_block(damaged: Mapping[Path, str]) -> dict[Path, tuple[str, list[Path]]]:
+    """The damaged files as a run names them: each with its problem and the trial files that
+    go with it, those set aside with their block's manifest for the same reason (one line per
+    block, not one per trial)."""
+    grouped: dict[Path, tuple[str, list[Path]]] = {}
+    for path, problem in damaged.items():
+        manifests = [
+            m
+            for m in damaged
+            if m.suffix == ".json" and m.parent == path.parent and damaged[m] == problem
+        ]
+        if path.suffix != ".json" and "trials" in path.parts and manifests:
+            grouped.setdefault(manifests[0], (damaged[manifests[0]], []))[1].append(path)
+        else:
+            grouped.setdefault(path, (problem, []))
+    return grouped
 
 
 def _record_problem(path: Path, record: Mapping) -> str | None:
