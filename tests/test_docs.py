@@ -129,6 +129,35 @@ def test_the_configuration_reference_names_every_key_of_the_schema(site):
         assert shown.startswith(words[:60]), (key, words[:60], shown[:60])
 
 
+def test_the_experiments_page_lists_every_experiment_of_the_paper_config(site):
+    """Built from the config (docs/hooks/experiments_table.py): each experiment once, with
+    its description, its trial count and the figures drawn from its tables."""
+    from matcond.pipeline.config import load_yaml, validate_config
+    from matcond.pipeline.trials import all_trials
+
+    config = validate_config(load_yaml(REPO / "config" / "config.yaml"))
+    trials = all_trials(config)
+    page = (site / "experiments" / "index.html").read_text()
+    table = page.split("<table>")[1].split("</table>")[0]  # the page's first table
+    rows = {
+        m.group(1): [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in m.group(2, 3, 4)]
+        for m in re.finditer(
+            r"<tr>\s*<td><code>(\w+)</code></td>\s*<td>(.*?)</td>\s*<td>(.*?)</td>"
+            r"\s*<td>(.*?)</td>",
+            table,
+            re.S,
+        )
+    }
+    assert list(rows) == list(config["experiments"])
+    for name, (description, count, _) in rows.items():
+        assert " ".join(description.split()) == " ".join(
+            config["experiments"][name]["description"].split()
+        ), name
+        assert count.startswith(f"{len(trials[name]):,} ("), name
+    assert "fig1_dimension" in rows["exp1_dimension"][2]
+    assert "depth_theory" in rows["depth_check"][2]  # through the depth formula's table
+
+
 # --- the README -----------------------------------------------------------------------------
 
 

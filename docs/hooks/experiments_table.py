@@ -1,0 +1,77 @@
+"""MkDocs hook: the table of the paper config's experiments on ``experiments.md``, built at
+build time from ``config/config.yaml`` (each experiment's ``description`` and trials), the
+figure catalog (the figures the run draws from its table) and ``config/claims.yaml`` (the
+claims on its table, or drawn from it as a pool), so that no hand-kept list can drift.
+
+The page keeps its prose; the table replaces :data:`MARKER` (an HTML comment, invisible
+where the Markdown is read as it is). tests/test_docs.py checks the built page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matcond.claims.check import DEPTH_TABLE
+from matcond.pipeline.config import load_yaml, validate_config
+from matcond.pipeline.plan import Plan
+from matcond.pipeline.trials import all_trials
+
+PAGE = "experiments.md"
+MARKER = "<!-- the experiments table: docs/hooks/experiments_table.py -->"
+CONFIG = Path("config") / "config.yaml"
+CLAIMS = Path("config") / "claims.yaml"
+
+
+def _cell(text: str) -> str:
+    """Text in one Markdown table cell: one line, no column break, no emphasis."""
+    return " ".join(text.split()).replace("|", "\\|").replace("*", "\\*")
+
+
+def experiments_table(config_path: Path = CONFIG, claims_path: Path = CLAIMS) -> str:
+    """The Markdown table: per experiment its name, description, trials (and settings), the
+    figures drawn from its table and from the derived tables it feeds (the theory's, the
+    depth formula's), and the number of claims on each."""
+    config = validate_config(load_yaml(config_path))
+    plan = Plan(config, all_trials(config))
+    figures = plan.figures_by_table()
+    claims = load_yaml(claims_path)
+    pools = {v["pool"]: table for table, v in claims.get("heavy_tail", {}).items()}
+    on_table: dict[str, int] = {}
+    for claim in claims["claims"]:
+        on_table[claim["table"]] = on_table.get(claim["table"], 0) + 1
+    lines = [
+        "| experiment | what (its `description`) | trials (settings) | figures | claims |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    # the derived tables an experiment's trials feed (rules theory and depth_theory)
+    feeds = {e: ["theory"] for e in plan.theory_experiments}
+    for e in config["depth_theory"]["experiments"]:
+        if e in plan.trials:
+            feeds.setdefault(e, []).append(DEPTH_TABLE)
+    for name, experiment in config["experiments"].items():
+        trials = plan.trials[name]
+        tables = [name, *feeds.get(name, [])]
+        n_claims = "; ".join(
+            f"{on_table[t]}" if t == name else f"{on_table[t]} on `{t}`"
+            for t in tables
+            if on_table.get(t)
+        )
+        if name in pools:
+            n_claims += f" (the pool of {on_table.get(pools[name], 0)} on `{pools[name]}`)"
+        drawn = {f: None for t in tables for f in figures.get(t, [])}
+        drawn = ", ".join(f"`{f}`" for f in drawn) or "-"
+        cells = len({t.cell for t in trials})
+        lines.append(
+            f"| `{name}` | {_cell(experiment.get('description', ''))} | {len(trials):,} "
+            f"({cells}) | {drawn} | {n_claims.strip() or 0} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def on_page_markdown(markdown: str, page, **kwargs) -> str:
+    """Put the table in place of the marker on the experiments page."""
+    if page.file.src_uri != PAGE:
+        return markdown
+    if MARKER not in markdown:
+        raise ValueError(f"docs/{PAGE} lost its marker {MARKER}")
+    return markdown.replace(MARKER, experiments_table())
