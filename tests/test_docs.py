@@ -130,7 +130,7 @@ def test_the_configuration_reference_names_every_key_of_the_schema(site):
 
 
 def test_the_experiments_page_lists_every_experiment_of_the_paper_config(site):
-    """Built from the config (docs/hooks/experiments_table.py): each experiment once, with
+    """Built from the config (docs/hooks/experiments_page.py): each experiment once, with
     its description, its trial count and the figures drawn from its tables."""
     from matcond.pipeline.config import load_yaml, validate_config
     from matcond.pipeline.trials import all_trials
@@ -156,6 +156,28 @@ def test_the_experiments_page_lists_every_experiment_of_the_paper_config(site):
         assert count.startswith(f"{len(trials[name]):,} ("), name
     assert "fig1_dimension" in rows["exp1_dimension"][2]
     assert "depth_theory" in rows["depth_check"][2]  # through the depth formula's table
+
+
+def test_every_figure_is_named_on_the_site(site):
+    from matcond.figures.catalog import FIGURES
+
+    text = "".join(p.read_text() for p in site.rglob("*.html"))
+    assert [f for f in FIGURES if f"<code>{f}</code>" not in text] == []
+
+
+def test_the_experiments_page_lists_every_strategy_with_its_description(site):
+    from matcond.condition_number.strategies import STRATEGIES
+
+    page = (site / "experiments" / "index.html").read_text()
+    items = [
+        " ".join(html.unescape(re.sub(r"<[^>]+>", "", item)).split())
+        for item in re.findall(r"<li>(.*?)</li>", page.split('id="strategies"')[1], re.S)
+    ]
+    assert [re.match(r"\w+", item)[0] for item in items[: len(STRATEGIES)]] == list(STRATEGIES)
+    for item, strategy in zip(items, STRATEGIES.values(), strict=False):
+        words = html.unescape(re.sub(r"<[^>]+>|\[|\]\([^)]*\)|`|\\", "", strategy.description))
+        assert " ".join(words.split())[:50] in item, item
+    assert "`spectral_clip` = 10.0" not in page and "spectral_clip</code> = 10.0" in page
 
 
 # --- the README -----------------------------------------------------------------------------

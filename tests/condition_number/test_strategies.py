@@ -167,7 +167,7 @@ def test_a_new_strategy_needs_only_the_registry(spec, monkeypatch):
     def shrink(model, spec, target):
         return 10.0 * model.layers[0].square().sum()
 
-    monkeypatch.setitem(STRATEGIES, "toy", Strategy(penalty=shrink))
+    monkeypatch.setitem(STRATEGIES, "toy", Strategy("a strong L2 penalty", penalty=shrink))
     s = {**spec, "epochs": 50, "lr": 0.05}
     toy, _ = run_trial({**s, "strategy": "toy"}, CPU)
     standard, _ = run_trial({**s, "strategy": "standard"}, CPU)

@@ -67,8 +67,10 @@ EpochHook = Callable[[models.Model, int, dict, Target], None]
 
 @dataclass(frozen=True)
 class Strategy:
-    """A corrective strategy: its settings and what it adds to model, loss and gradient."""
+    """A corrective strategy: what it does (``description``, Markdown, shown in the docs'
+    list of strategies), its settings and what it adds to model, loss and gradient."""
 
+    description: str
     settings: tuple[str, ...] = ()
     model: type[models.Model] = models.Linear
     penalty: Penalty | None = None
@@ -130,18 +132,49 @@ def svd_correction(model: models.Model, epoch: int, spec: dict, target: Target) 
 
 SPECTRAL = ("spectral_lambda", "spectral_clip")
 STRATEGIES: dict[str, Strategy] = {
-    "standard": Strategy(),
-    "multipliers": Strategy(("multiplier_lr_ratio",), models.RowColumnMultipliers),
-    "sv_multipliers": Strategy(("multiplier_lr_ratio",), models.SingularValueMultipliers),
-    "spectral_reg": Strategy(SPECTRAL, gradient=spectral_gradient("spectral_lambda", True)),
+    "standard": Strategy("plain training, W_eff = W (the baseline of every comparison)"),
+    "multipliers": Strategy(
+        "W_eff = diag(r) W diag(c), r and c learned at `multiplier_lr_ratio` x lr",
+        ("multiplier_lr_ratio",),
+        models.RowColumnMultipliers,
+    ),
+    "sv_multipliers": Strategy(
+        "(review Q6) W_eff = U diag(m s) V^T from the SVD of W, m learned likewise",
+        ("multiplier_lr_ratio",),
+        models.SingularValueMultipliers,
+    ),
+    "spectral_reg": Strategy(
+        "adds `spectral_lambda` x (log kappa(W_eff) - log kappa\\*)^2, kappa\\* the target's "
+        "pseudo-condition number; analytic gradient 2 lam (log kappa - log kappa\\*) "
+        "(u_1 v_1^T / s_1 - u_n v_n^T / s_n), clipped to Frobenius norm `spectral_clip`; the "
+        "defaults come from `ctrl_spectral_reg`, on held-out seeds (see "
+        "[Spectral regularisation](theory.md#spectral-regularisation))",
+        SPECTRAL,
+        gradient=spectral_gradient("spectral_lambda", True),
+    ),
     "hybrid": Strategy(
+        "(the slides' prescription) multipliers and spectral_reg together",
         ("multiplier_lr_ratio", *SPECTRAL),
         models.RowColumnMultipliers,
         gradient=spectral_gradient("spectral_lambda", True),
     ),
-    "svd_correction": Strategy(("svd_every", "svd_blend"), after_epoch=svd_correction),
-    "orthogonality_reg": Strategy(("orthogonality_mu",), penalty=orthogonality_penalty),
+    "svd_correction": Strategy(
+        "every `svd_every` epochs, each singular value moves `svd_blend` of the way to the "
+        "target's; never at the last epoch, so the matrix is scored after `svd_every` plain "
+        "epochs and not on the epoch of its own correction (where the error is several times "
+        "lower than one epoch before)",
+        ("svd_every", "svd_blend"),
+        after_epoch=svd_correction,
+    ),
+    "orthogonality_reg": Strategy(
+        "(review W4b) adds `orthogonality_mu` x ||W^T W - I||_F^2",
+        ("orthogonality_mu",),
+        penalty=orthogonality_penalty,
+    ),
     "spectral_decay": Strategy(
+        "(structured weight decay, review W4d) adds `spectral_decay_lambda` x (log kappa(W))^2 "
+        "with the same clipped gradient: a decay toward kappa = 1 that knows nothing of the "
+        "target",
         ("spectral_decay_lambda", "spectral_clip"),
         gradient=spectral_gradient("spectral_decay_lambda", False),
     ),

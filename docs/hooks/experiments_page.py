@@ -1,10 +1,12 @@
-"""MkDocs hook: the table of the paper config's experiments on ``experiments.md``, built at
-build time from ``config/config.yaml`` (each experiment's ``description`` and trials), the
-figure catalog (the figures the run draws from its table) and ``config/claims.yaml`` (the
-claims on its table, or drawn from it as a pool), so that no hand-kept list can drift.
+"""MkDocs hook: the lists of ``experiments.md``, built at build time so that no hand-kept
+list can drift: the table of the paper config's experiments, from ``config/config.yaml``
+(each experiment's ``description`` and trials), the figure catalog (the figures the run draws
+from its table) and ``config/claims.yaml`` (the claims on its table, or drawn from it as a
+pool); and the strategies, from their registry (each ``Strategy.description``) and the
+paper config's defaults of their settings.
 
-The page keeps its prose; the table replaces :data:`MARKER` (an HTML comment, invisible
-where the Markdown is read as it is). tests/test_docs.py checks the built page.
+The page keeps its prose; each list replaces its marker (an HTML comment, invisible where
+the Markdown is read as it is). tests/test_docs.py checks the built page.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from matcond.pipeline.plan import Plan
 from matcond.pipeline.trials import all_trials
 
 PAGE = "experiments.md"
-MARKER = "<!-- the experiments table: docs/hooks/experiments_table.py -->"
+EXPERIMENTS = "<!-- the experiments table: docs/hooks/experiments_page.py -->"
+STRATEGIES = "<!-- the strategies: docs/hooks/experiments_page.py -->"
 CONFIG = Path("config") / "config.yaml"
 CLAIMS = Path("config") / "claims.yaml"
 
@@ -68,10 +71,25 @@ def experiments_table(config_path: Path = CONFIG, claims_path: Path = CLAIMS) ->
     return "\n".join(lines) + "\n"
 
 
+def strategies_list() -> str:
+    """The Markdown list of the strategies: name, settings with the paper config's defaults,
+    description."""
+    from matcond.condition_number.strategies import STRATEGIES as REGISTRY  # torch: lazily
+
+    defaults = validate_config(load_yaml(CONFIG))["defaults"]
+    lines = []
+    for name, strategy in REGISTRY.items():
+        settings = ", ".join(f"`{s}` = {defaults[s]}" for s in strategy.settings)
+        lines.append(f"- `{name}`{f' ({settings})' if settings else ''}: {strategy.description};")
+    return "\n".join(lines)[:-1] + ".\n"
+
+
 def on_page_markdown(markdown: str, page, **kwargs) -> str:
-    """Put the table in place of the marker on the experiments page."""
+    """Put the lists in place of their markers on the experiments page."""
     if page.file.src_uri != PAGE:
         return markdown
-    if MARKER not in markdown:
-        raise ValueError(f"docs/{PAGE} lost its marker {MARKER}")
-    return markdown.replace(MARKER, experiments_table())
+    for marker, render in ((EXPERIMENTS, experiments_table), (STRATEGIES, strategies_list)):
+        if marker not in markdown:
+            raise ValueError(f"docs/{PAGE} lost its marker {marker}")
+        markdown = markdown.replace(marker, render())
+    return markdown
