@@ -18,12 +18,18 @@ from safetensors.numpy import load_file
 from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
 from matcond.figures.captions import report_label
 from matcond.figures.catalog import FIGURES
+from matcond.figures.overview import entry
 from matcond.pipeline.config import validate_config
+from matcond.pipeline.plan import Plan
 from matcond.pipeline.trials import all_trials, blocks_of
 
 pytestmark = pytest.mark.workflow  # the whole small config runs (and reruns) end to end
 
 REPO = Path(__file__).resolve().parents[1]
+SMALL = validate_config(yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text()))
+# the small run's figures: every figure of the catalog, and the overviews of the experiments
+# none of them draws
+DRAWN = Plan(SMALL, all_trials(SMALL)).drawn
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TRIAL_COLUMNS = [
     "epoch",
@@ -164,7 +170,8 @@ def test_every_expected_output_exists(finished, small_config):
     for name in ("theory.csv", "readings.csv"):
         assert len(pd.read_csv(finished / "results" / "tables" / name)) > 0
     assert set(config["experiments"]) >= {e for f in FIGURES.values() for e in f.experiments}
-    for name in FIGURES:
+    assert set(DRAWN) > set(FIGURES)  # with overviews
+    for name in DRAWN:
         for ext in ("png", "pdf"):
             assert (finished / "results" / "figures" / f"{name}.{ext}").stat().st_size > 1000
     claims = pd.read_csv(finished / "results" / "claims.csv")
@@ -309,7 +316,7 @@ def report(finished) -> Path:
 
 def test_report_shows_every_figure(report):
     html = report.read_text(errors="replace")
-    for name in FIGURES:
+    for name in DRAWN:
         assert f"{name}.png" in html
     assert "claims.html" in html and "diverged_trials.html" in html
 
@@ -340,7 +347,7 @@ def test_report_renders_in_a_browser(report, browser_page):
     loads under its label, the claims and diverged-trials tables render as tables) and its
     caption; no page error, no docutils message."""
     page, errors = browser_page
-    categories = sorted({f.category for f in FIGURES.values()} | {"Claims"})
+    categories = sorted({entry(name).category for name in DRAWN} | {"Claims"})
     shown = set()
     page.goto(report.as_uri())
     page.wait_for_selector("text=RESULTS")
@@ -366,7 +373,7 @@ def test_report_renders_in_a_browser(report, browser_page):
             page.get_by_text(category, exact=True).click()  # back to the category
         page.get_by_text("Results", exact=True).click()
     assert errors == []
-    expected = {report_label(name) for name in FIGURES}
+    expected = {report_label(name) for name in DRAWN}
     assert expected | {"results/claims.html", "results/diverged_trials.html"} <= shown
 
 
@@ -511,7 +518,7 @@ def test_a_job_module_edit_reruns_exactly_its_rules_jobs(finished, small_config,
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
     jobs = planned_jobs(finished, small_config, env=env)
     assert {rule for rule, _ in jobs} == {"plot", "all"}
-    assert len(jobs) == len(FIGURES) + 1
+    assert len(jobs) == len(DRAWN) + 1
 
 
 def test_no_figure_has_a_layout_problem(finished):
@@ -521,7 +528,7 @@ def test_no_figure_has_a_layout_problem(finished):
         log.stem: [line for line in log.read_text().splitlines() if line.startswith("layout:")]
         for log in (finished / "results" / "logs" / "plots").glob("*.log")
     }
-    assert len(problems) == len(FIGURES)
+    assert len(problems) == len(DRAWN)
     assert {name: found for name, found in problems.items() if found} == {}
 
 
@@ -534,7 +541,8 @@ def test_every_figure_draws_without_the_papers_values(finished, tmp_path, monkey
 
     import matplotlib.pyplot as plt
 
-    from matcond.figures.drawing import FIGURES as DRAW
+    from matcond.figures import style
+    from matcond.figures.drawing import drawing
     from matcond.figures.style import PAPER_VALUES
     from matcond.pipeline.files import read_parquet
 
@@ -547,8 +555,10 @@ def test_every_figure_draws_without_the_papers_values(finished, tmp_path, monkey
 
     for module in {f.module for f in FIGURES.values()}:
         monkeypatch.setattr(importlib.import_module(f"matcond.figures.{module}"), "save", draw)
+    monkeypatch.setattr(style, "save", draw)  # what an overview imports when it draws
     results = finished / "results"
-    for name, figure in FIGURES.items():
+    for name in DRAWN:
+        figure = entry(name)
         names = [*figure.experiments, *figure.optional, *figure.tables]
         tables = {n: results / "tables" / f"{n}.parquet" for n in names}
         tables |= {
@@ -556,5 +566,5 @@ def test_every_figure_draws_without_the_papers_values(finished, tmp_path, monkey
         }
         tables = {n: read_parquet(p) for n, p in tables.items() if p.exists()}
         tables[PAPER_VALUES] = pd.DataFrame([])
-        DRAW[name](tables, str(tmp_path / f"{name}.png"), str(tmp_path / f"{name}.pdf"))
+        drawing(name)(tables, str(tmp_path / f"{name}.png"), str(tmp_path / f"{name}.pdf"))
         assert drawn.get(name, 0) > 10, name

@@ -73,8 +73,8 @@ def test_start_up_notes_as_a_user_sees_them(tmp_path):
     }
     _, out = dry_run(tmp_path, "--configfile", write(tmp_path / "c.yaml", config))
     assert (
-        "Note: experiment exp1_dimensoin: no figure or claim uses it (its tables are still "
-        "made) (did you mean 'exp1_dimension'?)" in out
+        "Note: experiment exp1_dimensoin: no figure or claim uses it (its tables and overview "
+        "are made) (did you mean 'exp1_dimension'?)" in out
     )
     assert "Note: figure fig8_sensitivity skipped: exp8_wd not configured" in out
     assert "figures skipped (not configured)" in out
@@ -102,7 +102,7 @@ def test_notes_name_unused_and_misspelt_experiments_and_partial_figures():
     needed = FIGURES["fig8_sensitivity"].experiments
     notes = config_notes(["exp1_dimensoin", needed[0]], [], ["exp1_dimension"], [])
     assert notes[0] == (
-        "experiment exp1_dimensoin: no figure or claim uses it (its tables are still made)"
+        "experiment exp1_dimensoin: no figure or claim uses it (its tables and overview are made)"
         " (did you mean 'exp1_dimension'?)"
     )
     assert f"figure fig8_sensitivity skipped: {needed[1]} not configured" in notes
@@ -155,6 +155,6 @@ def test_held_out_choices_run_on_seeds_their_scorers_do_not_use():
     }
     assert not seeds["ctrl_spectral_reg"] & seeds["exp4_strategies"]
     checks = [name for name in seeds if name.startswith(("theory_check", "depth_check"))]
-    assert len(checks) == 7
+    assert len(checks) == 8
     others = set().union(*(s for name, s in seeds.items() if name not in checks))
     assert not set().union(*(seeds[name] for name in checks)) & others

@@ -48,8 +48,30 @@ def test_the_figures_drawn_are_those_whose_inputs_run(small):
         and set(f.tables) <= {"theory"}
     ]
     assert "fig1_dimension" in only_exp1.drawn and "fig2_optimizer" not in only_exp1.drawn
-    assert set(small.drawn) == set(FIGURES)  # the small config runs every figure
+    catalogued = [n for n in small.drawn if n in FIGURES]
+    assert set(catalogued) == set(FIGURES)  # the small config runs every figure
     assert {f"results/figures/{n}.png" for n in small.drawn} <= set(small.targets())
+
+
+def test_an_experiment_no_figure_draws_gets_its_overview(small):
+    """Drawn from its own table: the catalog's figures draw the others, directly or through
+    the theory's, the depth formula's and the GN parts' tables."""
+    plan = plan_of(
+        {
+            "experiments": {
+                "exp1_dimension": {"grid": {"dim": [4]}, "seeds": 2},
+                "my_sweep": {"grid": {"lr": [0.01, 0.02]}, "settings": {"dim": 4}, "seeds": 2},
+            }
+        }
+    )
+    assert [n for n in plan.drawn if n not in FIGURES] == ["overview_my_sweep"]
+    assert plan.figure_table_names("overview_my_sweep") == ["my_sweep"]
+    assert "results/figures/overview_my_sweep.png" in plan.targets()
+    shown = {e for n in small.drawn if n in FIGURES for e in small.figure_table_names(n)}
+    overviews = {n.removeprefix("overview_") for n in small.drawn if n not in FIGURES}
+    assert overviews == set(small.trials) - shown - set(small.theory_experiments) - set(
+        small.depth_experiments
+    ) - {small.config["gauss_newton"][p]["experiment"] for p in small.gn_trials}
 
 
 def test_weights_are_saved_where_something_reads_them(small):

@@ -17,7 +17,7 @@ from matcond.claims.check import (
 )
 from matcond.execution.client import job_params
 from matcond.figures.captions import report_caption, report_label
-from matcond.figures.catalog import FIGURES
+from matcond.figures.overview import entry
 from matcond.own_weights.load import check_checkpoint_paths
 from matcond.pipeline.config import (
     ConfigError,

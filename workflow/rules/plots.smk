@@ -10,7 +10,7 @@ rule plot:
         png=report(
             "results/figures/{figure}.png",
             caption="../report/figure.rst",
-            category=lambda wildcards: FIGURES[wildcards.figure].category,
+            category=lambda wildcards: entry(wildcards.figure).category,
             labels=lambda wildcards: {"figure": report_label(wildcards.figure)},
         ),
         pdf="results/figures/{figure}.pdf",

@@ -11,6 +11,7 @@ import json
 import re
 
 from matcond.figures.catalog import FIGURES
+from matcond.figures.overview import entry
 
 
 def config_notes(
@@ -38,7 +39,7 @@ def config_notes(
         *used_elsewhere,
     }
     notes = [
-        f"experiment {name}: no figure or claim uses it (its tables are still made)"
+        f"experiment {name}: no figure or claim uses it (its tables and overview are made)"
         + did_you_mean(name, sorted(known - configured))
         for name in experiments
         if name not in known
@@ -154,7 +155,7 @@ def report_caption(
     included; for each GN part its settings (``gn_settings``); then the papers' values on its
     tables (``paper_claims``: claims of config/claims.yaml, the papers' only) and our own
     checks on them (``own_checks``), each by its claim id."""
-    figure = FIGURES[name]
+    figure = entry(name)
     lines = [_rest_text(figure.caption), ""]
     for experiment in [*figure.experiments, *(e for e in figure.optional if e in summaries)]:
         n_trials, shared, varied = summaries[experiment]
@@ -208,6 +209,8 @@ def figure_title(name: str) -> str:
 def report_label(name: str) -> str:
     """Figure ``name``'s label in the report: its rank in the papers' order within its
     category (the report sorts labels as text), then its :func:`figure_title`."""
+    if name not in FIGURES:  # an experiment's overview: by name in its own category
+        return figure_title(name)
     category = [n for n, f in FIGURES.items() if f.category == FIGURES[name].category]
     rank = sorted(category, key=_paper_order).index(name) + 1
     return f"{rank:02d} {figure_title(name)}"

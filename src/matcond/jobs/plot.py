@@ -8,7 +8,7 @@ import pandas as pd
 
 from matcond.claims.arms import MissingRows
 from matcond.claims.evaluate import sampling_band
-from matcond.figures.drawing import FIGURES
+from matcond.figures.drawing import drawing
 from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: F401 the job server calls it
 from matcond.pipeline.files import read_parquet
 
@@ -46,4 +46,4 @@ def main(snakemake) -> None:
     tables = {name: read_parquet(path) for name, path in snakemake.input.items()}
     marks = pd.DataFrame(json.loads(snakemake.params.paper_values))
     tables[PAPER_VALUES] = with_sampling_bands(marks, tables)
-    FIGURES[snakemake.wildcards.figure](tables, snakemake.output.png, snakemake.output.pdf)
+    drawing(snakemake.wildcards.figure)(tables, snakemake.output.png, snakemake.output.pdf)

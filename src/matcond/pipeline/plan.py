@@ -14,6 +14,7 @@ import json
 from matcond.claims.check import DEPTH_TABLE
 from matcond.figures.captions import experiment_summary
 from matcond.figures.catalog import FIGURES
+from matcond.figures.overview import PREFIX, entry
 from matcond.pipeline.config import ConfigError
 from matcond.pipeline.trials import Trial, blocks_of, seeds_by_cell
 
@@ -71,11 +72,14 @@ class Plan:
             )
         # The trials the depth formula is checked on (config key depth_theory.experiments),
         # each once though several of its experiments ask for it.
+        self.depth_experiments = [
+            e for e in self.config["depth_theory"]["experiments"] if e in self.trials
+        ]
         self.depth_trials = list(
             {
                 t.path: t
-                for e in self.config["depth_theory"]["experiments"]
-                for t in self.trials.get(e, [])
+                for e in self.depth_experiments
+                for t in self.trials[e]
                 if t.spec["model"] in DEPTH_MODELS
             }.values()
         )
@@ -103,7 +107,8 @@ class Plan:
             for name, sweep in gn["sweeps"].items()
         }
         # The figures whose experiments and GN parts are all configured (and whose derived
-        # tables are made).
+        # tables are made); then an overview of each experiment none of them draws, directly
+        # or through the tables it feeds (the theory's, the depth formula's, a GN part's).
         self.drawn = [
             name
             for name, f in FIGURES.items()
@@ -112,6 +117,15 @@ class Plan:
             and ("theory" not in f.tables or self.theory_experiments)
             and (DEPTH_TABLE not in f.tables or self.depth_trials)
         ]
+        fed = {"theory": self.theory_experiments, DEPTH_TABLE: self.depth_experiments}
+        fed |= {part: [gn[part]["experiment"]] for part, ts in self.gn_trials.items() if ts}
+        shown = {
+            e
+            for name in self.drawn
+            for table in [*self.figure_table_names(name), *FIGURES[name].gauss_newton]
+            for e in fed.get(table, [table])
+        }
+        self.drawn += [PREFIX + e for e in self.trials if e not in shown]
 
     # -- training ---------------------------------------------------------------------------
 
@@ -218,7 +232,7 @@ class Plan:
     def figure_table_names(self, figure: str) -> list[str]:
         """The tables a figure draws: its experiments', the configured optional ones', and its
         derived tables."""
-        f = FIGURES[figure]
+        f = entry(figure)
         return [*f.experiments, *(e for e in f.optional if e in self.trials), *f.tables]
 
     def figures_by_table(self) -> dict[str, list[str]]:
@@ -236,14 +250,14 @@ class Plan:
         of its ``marks`` on a claim, where configured)."""
         tables = {n: f"results/tables/{n}.parquet" for n in self.figure_table_names(figure)}
         sampled = [m[k] for m in marks if "claim" in m for k in ("table", "pool")]
-        for name in [*FIGURES[figure].per_trial, *(n for n in sampled if n in self.trials)]:
+        for name in [*entry(figure).per_trial, *(n for n in sampled if n in self.trials)]:
             tables[f"{name}_per_trial"] = f"results/per_trial/{name}.parquet"
         return tables
 
     def figure_settings(self, figure: str) -> tuple[dict, dict]:
         """The settings a figure's caption lists: per configured experiment it draws its
         :meth:`experiment_summary`, per GN part its settings."""
-        f = FIGURES[figure]
+        f = entry(figure)
         gn = self.config["gauss_newton"]
         summaries = {
             e: self.experiment_summary(e) for e in [*f.experiments, *f.optional] if e in self.trials
