@@ -12,16 +12,6 @@ from matcond.figures.catalog import FIGURES, STATISTICS, Figure
 
 PREFIX = "overview_"
 CATEGORY = "Other experiments"
-COMPONENTS = (
-    "overall",
-    "row_norms",
-    "col_norms",
-    "singular_values",
-    "spectral_norm",
-    "condition_number",
-    "pseudo_condition_number",
-    "spectral_gap",
-)
 
 
 def overview_figure(experiment: str) -> Figure:
@@ -50,6 +40,7 @@ def entry(name: str) -> Figure:
 
 def draw_overview(tables: dict, png: str, pdf: str, experiment: str) -> None:
     """Draw ``experiment``'s overview from its table (``tables[experiment]``)."""
+    from matcond.condition_number.components import component_names
     from matcond.figures.marks import legend_outside
     from matcond.figures.style import (
         error_axis,
@@ -69,7 +60,14 @@ def draw_overview(tables: dict, png: str, pdf: str, experiment: str) -> None:
         else "all trials"
     )
     rows = rows.assign(setting=label)
-    shown = {c: c.replace("_", " ") for c in COMPONENTS if c in set(rows["component"])}
+    # every component in compare's order but the log error (absolute, another scale) and
+    # the effective ranks (small integers, whose zero errors would stretch the log axis)
+    present = set(rows["component"])
+    shown = {
+        c: c.replace("_", " ")
+        for c in component_names(())
+        if c in present and c != "log_condition_number"
+    }
     fig, ((ax,),) = figure(width=8)
     interval_points(ax, rows, "component", shown, hue="setting")
     error_axis(ax)
