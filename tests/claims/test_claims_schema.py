@@ -334,3 +334,33 @@ def test_the_check_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_setting_no_table_stores_is_refused_before_the_run():
+    """A claim selecting on a setting its experiment does not vary and keeps at the neutral
+    value has no column to select on: refused at parse time, not "not comparable" after the
+    run (as the momentum checks' first claims were, selecting nesterov: false)."""
+    from matcond.claims.check import check_setting_columns, table_settings
+    from matcond.pipeline.config import validate_config
+    from matcond.pipeline.trials import all_trials, swept_settings
+
+    config = validate_config(
+        {
+            "experiments": {
+                "plain": {"grid": {"dim": [4, 8]}, "seeds": 1},
+                "heavy": {"settings": {"momentum": 0.9}, "grid": {"dim": [4]}, "seeds": 1},
+            }
+        }
+    )
+    settings = table_settings(all_trials(config), {})
+    swept = {e: swept_settings(x) for e, x in config["experiments"].items()}
+
+    def claims(table, where):
+        arm = {"component": "condition_number", **where}
+        return {"claims": [{"claim_id": "c", "table": table, "filter": arm}]}
+
+    check_setting_columns(claims("plain", {"dim": 4}), settings, swept)  # varied: a column
+    check_setting_columns(claims("heavy", {"momentum": 0.9}), settings, swept)  # stored
+    for table, where in [("plain", {"momentum": 0.0}), ("heavy", {"nesterov": False})]:
+        with pytest.raises(ConfigError, match=f"claim c: filter.{next(iter(where))}: the trials"):
+            check_setting_columns(claims(table, where), settings, swept)

@@ -1,6 +1,11 @@
 # The claims of config/claims.yaml, validated in the main process before any job (names the
 # offending claim), and the start-up notes on what this config leaves out.
-from matcond.claims.check import DEPTH_TABLE, pool_mismatches, validate_claims
+from matcond.claims.check import (
+    DEPTH_TABLE,
+    check_setting_columns,
+    pool_mismatches,
+    validate_claims,
+)
 from matcond.figures.captions import config_notes
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.pipeline.console import note
@@ -17,6 +22,12 @@ if workflow.is_main_process:
                 *TRIALS,
                 *(f"{GN_TABLE_PREFIX}{s}" for s in _sweeps),
             },
+            CLAIMS_FILE,
+        )
+        check_setting_columns(
+            _claims,
+            table_settings(TRIALS, {}),
+            {e: swept_settings(x) for e, x in config["experiments"].items()},
             CLAIMS_FILE,
         )
     except ConfigError as err:

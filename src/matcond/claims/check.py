@@ -252,6 +252,33 @@ def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIM
             _check_table(entry["pool"], experiments, f"{prefix}pool: ")
 
 
+def check_setting_columns(
+    claims: dict,
+    settings: dict[str, list[dict]],
+    swept: dict[str, Collection[str]],
+    file: str = CLAIMS_FILE,
+) -> None:
+    """Raise ConfigError, naming the claim and the field, where a claim selects on a trial
+    setting that its experiment's tables have no column for: one it does not vary (``swept``:
+    per experiment :func:`matcond.pipeline.trials.swept_settings`) and whose trials keep it at
+    its neutral value, so none stores it (``settings``: :func:`table_settings`). Such a claim
+    would find no rows after the whole run ("not comparable")."""
+    names = set(load_schema()["$defs"]["setting"]["enum"])
+    for claim in claims["claims"]:
+        table = claim["table"]
+        if table not in swept:
+            continue
+        for arm in ("filter", "baseline", "over"):
+            for key in claim.get(arm, {}):
+                if key in names and key not in swept[table]:
+                    if not any(key in spec for spec in settings[table]):
+                        raise ConfigError(
+                            f"{file}: claim {claim['claim_id']}: {arm}.{key}: the trials of "
+                            f"experiments.{table} keep {key} at its neutral value and do not "
+                            f"store it, so its tables have no {key} column: leave it out"
+                        )
+
+
 def pool_mismatches(heavy_tail: dict, settings: dict[str, list[dict]]) -> list[str]:
     """The heavy-tail pools (config/claims.yaml's ``heavy_tail``) whose experiment lacks a
     setting of the experiment it pools for, both in this run (``settings``:
