@@ -73,8 +73,8 @@ def test_start_up_notes_as_a_user_sees_them(tmp_path):
     }
     _, out = dry_run(tmp_path, "--configfile", write(tmp_path / "c.yaml", config))
     assert (
-        "Note: experiment exp1_dimensoin: no figure or claim uses it (its tables and overview "
-        "are made) (did you mean 'exp1_dimension'?)" in out
+        "Note: experiment exp1_dimensoin: no claim or catalogued figure uses it (its tables "
+        "and overview are made) (did you mean 'exp1_dimension'?)" in out
     )
     assert "Note: figure fig8_sensitivity skipped: exp8_wd not configured" in out
     assert "figures skipped (not configured)" in out
@@ -102,8 +102,8 @@ def test_notes_name_unused_and_misspelt_experiments_and_partial_figures():
     needed = FIGURES["fig8_sensitivity"].experiments
     notes = config_notes(["exp1_dimensoin", needed[0]], [], ["exp1_dimension"], [])
     assert notes[0] == (
-        "experiment exp1_dimensoin: no figure or claim uses it (its tables and overview are made)"
-        " (did you mean 'exp1_dimension'?)"
+        "experiment exp1_dimensoin: no claim or catalogued figure uses it (its tables and "
+        "overview are made) (did you mean 'exp1_dimension'?)"
     )
     assert f"figure fig8_sensitivity skipped: {needed[1]} not configured" in notes
     assert notes[-1] == "1 of 1 claims not checked: experiments exp1_dimension not configured"

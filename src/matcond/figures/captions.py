@@ -39,8 +39,8 @@ def config_notes(
         *used_elsewhere,
     }
     notes = [
-        f"experiment {name}: no figure or claim uses it (its tables and overview are made)"
-        + did_you_mean(name, sorted(known - configured))
+        f"experiment {name}: no claim or catalogued figure uses it "
+        "(its tables and overview are made)" + did_you_mean(name, sorted(known - configured))
         for name in experiments
         if name not in known
     ]
