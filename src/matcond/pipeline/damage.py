@@ -122,14 +122,16 @@ def by_block(damaged: Mapping[Path, str]) -> dict[Path, tuple[str, list[Path]]]:
     go with it, those set aside with their block's manifest for the same reason (one line per
     block, not one per trial)."""
     grouped: dict[Path, tuple[str, list[Path]]] = {}
+    # one dict lookup per file (a changed block_size sets every trial file aside at once)
+    manifests = {
+        (path.parent, problem): path
+        for path, problem in reversed(damaged.items())
+        if path.suffix == ".json"
+    }
     for path, problem in damaged.items():
-        manifests = [
-            m
-            for m in damaged
-            if m.suffix == ".json" and m.parent == path.parent and damaged[m] == problem
-        ]
-        if path.suffix != ".json" and "trials" in path.parts and manifests:
-            grouped.setdefault(manifests[0], (damaged[manifests[0]], []))[1].append(path)
+        manifest = manifests.get((path.parent, problem))
+        if path.suffix != ".json" and "trials" in path.parts and manifest:
+            grouped.setdefault(manifest, (problem, []))[1].append(path)
         else:
             grouped.setdefault(path, (problem, []))
     return grouped
