@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matcond.claims.check import DEPTH_TABLE
 from matcond.pipeline.config import load_yaml, validate_config
 from matcond.pipeline.plan import Plan
 from matcond.pipeline.trials import all_trials
@@ -33,7 +32,7 @@ def _cell(text: str) -> str:
 def experiments_table(config_path: Path = CONFIG, claims_path: Path = CLAIMS) -> str:
     """The Markdown table: per experiment its name, description, trials (and settings), the
     figures drawn from its table and from the derived tables it feeds (the theory's, the
-    depth formula's), and the number of claims on each."""
+    depth formula's, a GN part's), and the number of claims on each."""
     config = validate_config(load_yaml(config_path))
     plan = Plan(config, all_trials(config))
     figures = plan.figures_by_table()
@@ -46,14 +45,9 @@ def experiments_table(config_path: Path = CONFIG, claims_path: Path = CLAIMS) ->
         "| experiment | what (its `description`) | trials (settings) | figures | claims |",
         "| --- | --- | --- | --- | --- |",
     ]
-    # the derived tables an experiment's trials feed (rules theory and depth_theory)
-    feeds = {e: ["theory"] for e in plan.theory_experiments}
-    for e in config["depth_theory"]["experiments"]:
-        if e in plan.trials:
-            feeds.setdefault(e, []).append(DEPTH_TABLE)
     for name, experiment in config["experiments"].items():
         trials = plan.trials[name]
-        tables = [name, *feeds.get(name, [])]
+        tables = [name, *(t for t, fed in plan.derived_tables.items() if name in fed)]
         n_claims = "; ".join(
             f"{on_table[t]}" if t == name else f"{on_table[t]} on `{t}`"
             for t in tables

@@ -117,13 +117,17 @@ class Plan:
             and ("theory" not in f.tables or self.theory_experiments)
             and (DEPTH_TABLE not in f.tables or self.depth_trials)
         ]
-        fed = {"theory": self.theory_experiments, DEPTH_TABLE: self.depth_experiments}
-        fed |= {part: [gn[part]["experiment"]] for part, ts in self.gn_trials.items() if ts}
+        # Each derived table (the theory's, the depth formula's, a GN part's): the
+        # experiments whose trials it is made from.
+        self.derived_tables = {
+            "theory": self.theory_experiments,
+            DEPTH_TABLE: self.depth_experiments,
+        } | {part: [gn[part]["experiment"]] for part, ts in self.gn_trials.items() if ts}
         shown = {
             e
             for name in self.drawn
             for table in [*self.figure_table_names(name), *FIGURES[name].gauss_newton]
-            for e in fed.get(table, [table])
+            for e in self.derived_tables.get(table, [table])
         }
         self.drawn += [PREFIX + e for e in self.trials if e not in shown]
 
