@@ -37,7 +37,7 @@ from matcond.claims.readings import (
     readings_summary,
 )
 from matcond.pipeline.config import ConfigError, validate_config
-from matcond.pipeline.trials import all_trials
+from matcond.pipeline.trials import config_cells
 from matcond.stats.summary import bootstrap_ci
 
 SEEDS = 12
@@ -259,7 +259,7 @@ def test_missing_rows_and_missing_experiments_are_told_apart(tables):
 
 def paper_table_settings(config: dict) -> dict[str, list[dict]]:
     validated = validate_config(config)
-    return table_settings(all_trials(validated), validated["gauss_newton"]["sweeps"])
+    return table_settings(config_cells(validated), validated["gauss_newton"]["sweeps"])
 
 
 def test_a_changed_adam_learning_rate_is_the_only_difference_from_the_paper_config():
@@ -688,7 +688,7 @@ def test_a_pool_must_hold_every_setting_of_its_experiment():
     """The pools of config/claims.yaml hold their experiments' settings in the paper config;
     a pool at another learning rate is named, since its trials are not the claims'."""
     paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-    settings = table_settings(all_trials(paper), {})
+    settings = table_settings(config_cells(paper), {})
     assert pool_mismatches(CLAIMS["heavy_tail"], settings) == []
     settings["pool_exp2_optimizer"] = [
         {**s, "lr": 0.02} if s["optimizer"] == "sgd" else s for s in settings["pool_exp2_optimizer"]

@@ -342,7 +342,7 @@ def test_a_setting_no_table_stores_is_refused_before_the_run():
     run (as the momentum checks' first claims were, selecting nesterov: false)."""
     from matcond.claims.check import check_setting_columns, table_settings
     from matcond.pipeline.config import validate_config
-    from matcond.pipeline.trials import all_trials, swept_settings
+    from matcond.pipeline.trials import config_cells, swept_settings
 
     config = validate_config(
         {
@@ -352,7 +352,7 @@ def test_a_setting_no_table_stores_is_refused_before_the_run():
             }
         }
     )
-    settings = table_settings(all_trials(config), {})
+    settings = table_settings(config_cells(config), {})
     swept = {e: swept_settings(x) for e, x in config["experiments"].items()}
 
     def claims(table, where):

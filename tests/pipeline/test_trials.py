@@ -14,6 +14,7 @@ from matcond.pipeline.trials import (
     all_trials,
     canonical,
     check_settings,
+    config_cells,
     format_value,
     swept_settings,
 )
@@ -138,6 +139,28 @@ def test_bad_config_names_the_key(config, names):
         all_trials(validate_config(config))
     for name in names:
         assert name in str(err.value)
+
+
+def test_a_bad_value_is_refused_after_good_ones_were_checked():
+    """Settings found valid once are not checked again (a cache of setting-value pairs):
+    a bad value of a setting already seen with good values is still refused, by its key."""
+    all_trials(validate_config({"experiments": {"e": {"grid": {"lr": [0.1]}, "seeds": 1}}}))
+    bad = validate_config({"experiments": {"e": {"grid": {"lr": [0.1, -1]}, "seeds": 1}}})
+    with pytest.raises(ConfigError, match="experiments.e: setting lr"):
+        all_trials(bad)
+
+
+@pytest.mark.parametrize("name", ["config/config.yaml", "config/test/config.yaml"])
+def test_an_experiments_cells_are_the_settings_of_its_trials(name):
+    """config_cells (what the claims check reads, without a trial per seed): per experiment,
+    each cell's settings once, in order, equal to its trials' settings without the seed."""
+    config = validate_config(load(name))
+    cells = config_cells(config)
+    for experiment, trials in all_trials(config).items():
+        first = {}
+        for trial in trials:
+            first.setdefault(trial.cell, {**trial.spec, "seed": 0})
+        assert cells[experiment] == list(first.values())
 
 
 def test_conflicting_settings_outside_the_path_are_refused_by_name():

@@ -26,14 +26,14 @@ if workflow.is_main_process:
         )
         check_setting_columns(
             _claims,
-            table_settings(TRIALS, {}),
+            table_settings(CELLS, {}),
             {e: swept_settings(x) for e, x in config["experiments"].items()},
             CLAIMS_FILE,
         )
     except ConfigError as err:
         sys.exit(f"Invalid claims: {err}")
     for _problem in pool_mismatches(
-        _claims.get("heavy_tail", {}), table_settings(TRIALS, {})
+        _claims.get("heavy_tail", {}), table_settings(CELLS, {})
     ):
         note(f"{_problem}: its claims there draw from their own trials")
     for _note in config_notes(

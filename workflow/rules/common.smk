@@ -34,7 +34,7 @@ from matcond.pipeline.plan import (
     Plan,
     trial_mem_mb,
 )
-from matcond.pipeline.trials import all_trials, swept_settings
+from matcond.pipeline.trials import all_trials, config_cells, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 try:
@@ -53,6 +53,7 @@ except ConfigError as err:
     sys.exit(f"Invalid config: {err}")  # the message names the key; no traceback
 config.update(_validated)
 TRIALS = PLAN.trials
+CELLS = config_cells(_validated)  # each experiment's settings, once per cell
 GN = config["gauss_newton"]
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # Relative to the working directory, so that a copied or moved project reruns nothing.
@@ -109,8 +110,8 @@ def claims_settings_differ():
     paper = validate_config(load_yaml(PAPER_CONFIG))
     return json.dumps(
         settings_differences(
-            table_settings(TRIALS, GN["sweeps"]),
-            table_settings(all_trials(paper), paper["gauss_newton"]["sweeps"]),
+            table_settings(CELLS, GN["sweeps"]),
+            table_settings(config_cells(paper), paper["gauss_newton"]["sweeps"]),
             tables,
         )
     )

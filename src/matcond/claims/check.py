@@ -297,18 +297,16 @@ def pool_mismatches(heavy_tail: dict, settings: dict[str, list[dict]]) -> list[s
     return problems
 
 
-def table_settings(trials: dict[str, list], sweeps: dict[str, dict]) -> dict[str, list[dict]]:
-    """The settings behind each table a claim can read: per experiment of ``trials``
-    (:func:`matcond.pipeline.trials.all_trials`) one spec per setting, without its seed; per GN
-    sweep of ``sweeps`` (config key ``gauss_newton.sweeps``) its settings without the number of
-    seeds. The number of seeds is no setting: it changes the interval, not what is measured."""
-    settings = {}
-    for name, chosen in trials.items():
-        first_of_cell = {}
-        for trial in chosen:  # one spec parsed per setting: 10^5 trials stay cheap
-            first_of_cell.setdefault(trial.cell, trial)
-        specs = [t.spec for t in first_of_cell.values()]
-        settings[name] = [{k: v for k, v in s.items() if k != "seed"} for s in specs]
+def table_settings(cells: dict[str, list[dict]], sweeps: dict[str, dict]) -> dict[str, list[dict]]:
+    """The settings behind each table a claim can read: per experiment of ``cells``
+    (:func:`matcond.pipeline.trials.config_cells`) one spec per setting, without its seed; per
+    GN sweep of ``sweeps`` (config key ``gauss_newton.sweeps``) its settings without the
+    number of seeds. The number of seeds is no setting: it changes the interval, not what is
+    measured."""
+    settings = {
+        name: [{k: v for k, v in cell.items() if k != "seed"} for cell in specs]
+        for name, specs in cells.items()
+    }
     for name, sweep in sweeps.items():
         settings[GN_TABLE_PREFIX + name] = [{k: v for k, v in sweep.items() if k != "seeds"}]
     return settings

@@ -245,40 +245,78 @@ def _check_semantics(spec: dict[str, Any], where: str) -> None:
         )
 
 
-def experiment_trials(
+@functools.cache
+def _settings_validator() -> StrictValidator:
+    return StrictValidator(load_schema()["$defs"]["settings"])
+
+
+# (setting, its value as JSON) pairs that the settings schema accepts. The schema checks each
+# setting on its own (properties, no `additionalProperties`, nothing across settings), so a
+# trial whose every pair is here is valid, and only a new pair needs jsonschema.
+_VALID_PAIRS: set[tuple[str, str]] = set()
+
+
+def _check_settings(spec: dict[str, Any], where: str) -> None:
+    """Raise ConfigError, naming the config key, for the first setting of ``spec`` that the
+    settings schema refuses."""
+    pairs = {(k, json.dumps(v, sort_keys=True)) for k, v in spec.items()}
+    if pairs <= _VALID_PAIRS:
+        return
+    raise_first_error(_settings_validator(), spec, prefix=f"config key {where}: setting ")
+    _VALID_PAIRS.update(pairs)
+
+
+def experiment_cells(
     name: str, experiment: dict[str, Any], defaults: dict[str, Any]
-) -> list[Trial]:
-    """Every trial of one experiment: settings x grid axes x variants x seeds."""
-    schema = load_schema()
-    validator = StrictValidator(schema["$defs"]["settings"])
+) -> list[tuple[str, dict[str, Any]]]:
+    """The settings of one experiment, each once, as (cell path, canonical settings with seed
+    0), for settings x grid axes x variants, in the config's order."""
     where = f"experiments.{name}"
     base = {**defaults, **experiment.get("settings", {})}
     axes = [_axis_groups(axis, values) for axis, values in experiment.get("grid", {}).items()]
     axes.append(experiment.get("variants", [{}]))
-    trials, cells, applied = [], {}, set()
+    cells, specs, applied = [], {}, set()
     for groups in itertools.product(*axes):
         spec = dict(base)
         for group in groups:
             spec.update(group)
-        raise_first_error(validator, spec, prefix=f"config key {where}: setting ")
+        _check_settings(spec, where)
         _check_semantics(spec, where)
         cell = canonical({**spec, "seed": 0})
         applied |= set(cell)
-        if (key := json.dumps(cell, sort_keys=True)) in cells:
+        if (key := json.dumps(cell, sort_keys=True)) in specs:
             raise ConfigError(
                 f"{where}: two combinations of its grid and variants are the same trial "
                 f"({Trial(key).cell}), so its seeds would count twice: "
-                f"{_difference(cells[key], spec)}"
+                f"{_difference(specs[key], spec)}"
             )
-        cells[key] = spec
-        trials += Trial.of_cell(cell, Trial(key).cell, _seeds(experiment["seeds"]))
+        specs[key] = spec
+        cells.append((Trial(key).cell, cell))
     unused = sorted(set(swept_settings(experiment)) - applied)
     if unused:
         raise ConfigError(
             f"{where}: it varies {', '.join(unused)}, which applies to none of its trials "
             f"(see x-applies-to in the config schema)"
         )
-    return trials
+    return cells
+
+
+def experiment_trials(
+    name: str, experiment: dict[str, Any], defaults: dict[str, Any]
+) -> list[Trial]:
+    """Every trial of one experiment: settings x grid axes x variants x seeds."""
+    seeds = _seeds(experiment["seeds"])
+    cells = experiment_cells(name, experiment, defaults)
+    return [t for path, cell in cells for t in Trial.of_cell(cell, path, seeds)]
+
+
+def config_cells(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Experiment name -> the settings of each of its cells (canonical, seed 0), for a
+    validated config: what its trials are, without a trial per seed."""
+    return {
+        name: [cell for _, cell in experiment_cells(name, experiment, config["defaults"])]
+        for name, experiment in config["experiments"].items()
+    }
 
 
 def _difference(first: dict[str, Any], second: dict[str, Any]) -> str:
