@@ -7,11 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
+
+from matcond.pipeline.config import load_yaml
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-PAPER = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+PAPER = load_yaml(REPO / "config" / "config.yaml")
 
 
 def named(*pages: str) -> set[str]:

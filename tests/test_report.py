@@ -9,7 +9,6 @@ from pathlib import Path
 
 import docutils.core
 import pytest
-import yaml
 
 from matcond.claims.check import OWN, claim_source
 from matcond.execution.client import SCRIPT_SAFE, _script_safe, script_safe_json
@@ -20,7 +19,7 @@ from matcond.figures.captions import (
     trial_settings,
 )
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.config import validate_config
+from matcond.pipeline.config import load_yaml, validate_config
 from matcond.pipeline.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,11 +47,11 @@ def rest_messages(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def paper_captions() -> dict[str, str]:
-    config = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    config = validate_config(load_yaml(REPO / "config" / "config.yaml"))
     summaries = {name: experiment_summary(ts) for name, ts in all_trials(config).items()}
     gn = config["gauss_newton"]
     gn_settings = {**gn["sweeps"], "exp7": gn["exp7"], "along_training": gn["along_training"]}
-    claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())["claims"]
+    claims = load_yaml(REPO / "config" / "claims.yaml")["claims"]
     papers = [c for c in claims if claim_source(c) != OWN]
     own = [c for c in claims if claim_source(c) == OWN]
     return {
@@ -190,7 +189,7 @@ def test_trial_settings_splits_shared_from_varied():
 
 @pytest.mark.parametrize("name", ["config/config.yaml", "config/test/config.yaml"])
 def test_an_experiment_summary_reads_one_spec_per_setting_and_agrees_with_all(name):
-    config = validate_config(yaml.safe_load((REPO / name).read_text()))
+    config = validate_config(load_yaml(REPO / name))
     for trials in all_trials(config).values():
         n, shared, varied = experiment_summary(trials)
         assert (n, shared, varied) == (len(trials), *trial_settings([t.spec for t in trials]))

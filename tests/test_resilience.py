@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from matcond.pipeline.config import load_yaml
+
 pytestmark = pytest.mark.workflow  # runs interrupted, damaged and rerun, end to end
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +37,7 @@ EXPERIMENTS = ("exp1_dimension", "exp2_optimizer")
 
 
 def write_config(workdir: Path) -> None:
-    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    config = load_yaml(REPO / "config" / "test" / "config.yaml")
     config["experiments"] = {name: config["experiments"][name] for name in EXPERIMENTS}
     config.pop("gauss_newton")  # its sweeps are not what this test interrupts
     # 12 trials of ~1.5 s each (4000 epochs): the run must outlast the third kill, and with
@@ -308,7 +310,7 @@ def test_a_console_that_goes_away_does_not_stop_the_run(tmp_path):
     """`snakemake ... | head` that has exited: the workflow's notes before any job and its last
     line meet a closed pipe, and the run still ends, rc 0, with its results."""
     write_config(tmp_path)
-    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config = load_yaml(tmp_path / "config.yaml")
     config["experiments"] = {"exp1_dimension": config["experiments"]["exp1_dimension"]}
     config["defaults"]["epochs"] = 20
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))

@@ -19,14 +19,14 @@ from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
 from matcond.figures.captions import report_label
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import entry
-from matcond.pipeline.config import validate_config
+from matcond.pipeline.config import load_yaml, validate_config
 from matcond.pipeline.plan import Plan
 from matcond.pipeline.trials import all_trials, blocks_of
 
 pytestmark = pytest.mark.workflow  # the whole small config runs (and reruns) end to end
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = validate_config(yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text()))
+SMALL = validate_config(load_yaml(REPO / "config" / "test" / "config.yaml"))
 # the small run's figures: every figure of the catalog, and the overviews of the experiments
 # none of them draws
 DRAWN = Plan(SMALL, all_trials(SMALL)).drawn
@@ -100,7 +100,7 @@ def downstream_of(experiment: str, *figures: str, theory: bool = False) -> list[
 
 @pytest.fixture(scope="module")
 def small_config() -> dict:
-    return yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    return load_yaml(REPO / "config" / "test" / "config.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -460,13 +460,13 @@ def hostile_report(finished, tmp_path_factory) -> Path:
     secret = root / "secret.txt"
     secret.write_text("SECRET-FILE-CONTENT")
     directive = f"\n\n.. raw:: html\n   :file: {secret}\n\nafter"
-    claims = yaml.safe_load((root / "config" / "claims.yaml").read_text())
+    claims = load_yaml(root / "config" / "claims.yaml")
     claim = next(c for c in claims["claims"] if c["claim_id"] == "exp2_overall_sgd")
     claim.update(statement=HOSTILE + directive, where=HOSTILE)
     (root / "config" / "claims.yaml").write_text(yaml.safe_dump(claims, allow_unicode=True))
     run = root / "run"
     shutil.copytree(finished, run, symlinks=True)
-    config = yaml.safe_load((run / "config.yaml").read_text())
+    config = load_yaml(run / "config.yaml")
     config["experiments"]["exp2_optimizer"]["description"] = HOSTILE + directive
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [SNAKEMAKE, "-s", root / "Snakefile", "--directory", run]

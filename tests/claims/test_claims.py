@@ -36,14 +36,14 @@ from matcond.claims.readings import (
     readings_scorecard,
     readings_summary,
 )
-from matcond.pipeline.config import ConfigError, validate_config
+from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.trials import config_cells
 from matcond.stats.summary import bootstrap_ci
 
 SEEDS = 12
 REPO = Path(__file__).resolve().parents[2]
-CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
-PAPER_EXPERIMENTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"]
+CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
+PAPER_EXPERIMENTS = load_yaml(REPO / "config" / "config.yaml")["experiments"]
 
 
 def trial_rows(component: str, errors, **settings) -> list[dict]:
@@ -153,7 +153,7 @@ def test_one_band_rule_for_every_claim():
     assert band({"paper_value": 1.0}, 0.01) == pytest.approx((0.95, 1.05))  # "~1.0"
     assert band({"paper_value": 13167}, 0.25) == pytest.approx((9875.25, 16458.75))
     assert printed_half_unit(4.8e6) == pytest.approx(0.05)
-    claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+    claims = load_yaml(REPO / "config" / "claims.yaml")
     assert [c["claim_id"] for c in claims["claims"] if "tolerance" in c] == []
 
 
@@ -265,7 +265,7 @@ def paper_table_settings(config: dict) -> dict[str, list[dict]]:
 def test_a_changed_adam_learning_rate_is_the_only_difference_from_the_paper_config():
     """Adam at lr 2e-3 in exp2, and 3 seeds instead of 15: exp2's table, and only it, differs
     from the paper config, in lr; the number of seeds is no setting. A GN sweep's width is."""
-    paper = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    paper = load_yaml(REPO / "config" / "config.yaml")
     mine = yaml.safe_load(yaml.safe_dump(paper))
     mine["experiments"]["exp2_optimizer"]["variants"][1]["lr"] = 2.0e-3
     mine["experiments"]["exp1_dimension"]["seeds"] = 3
@@ -687,7 +687,7 @@ def test_a_gn_arm_with_nothing_reliable_is_not_comparable():
 def test_a_pool_must_hold_every_setting_of_its_experiment():
     """The pools of config/claims.yaml hold their experiments' settings in the paper config;
     a pool at another learning rate is named, since its trials are not the claims'."""
-    paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    paper = validate_config(load_yaml(REPO / "config" / "config.yaml"))
     settings = table_settings(config_cells(paper), {})
     assert pool_mismatches(CLAIMS["heavy_tail"], settings) == []
     settings["pool_exp2_optimizer"] = [

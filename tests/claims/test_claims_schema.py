@@ -9,19 +9,18 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from matcond.claims.arms import DERIVED as SELECTION_DERIVED
 from matcond.claims.check import DERIVED, load_schema, validate_claims
 from matcond.claims.measure import DEFAULT_THRESHOLD, REDUCE
 from matcond.condition_number.run import RESULT_COLUMNS, run_trial
 from matcond.condition_number.theory import PREDICTED
-from matcond.pipeline.config import ConfigError
+from matcond.pipeline.config import ConfigError, load_yaml
 from matcond.stats.summary import STATISTICS
 
 REPO = Path(__file__).resolve().parents[2]
-CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
-_PAPER_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
+_PAPER_CONFIG = load_yaml(REPO / "config" / "config.yaml")
 # the paper config's experiments and GN sweeps' tables: what claims may name
 PAPER = {
     *_PAPER_CONFIG["experiments"],

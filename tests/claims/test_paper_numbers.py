@@ -17,7 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
+
+from matcond.pipeline.config import load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 PAPERS = REPO.parent / "shared" / "papers"
@@ -26,8 +27,8 @@ DOCUMENTS = [
     "condition-number-slides.txt",
     "condition-number-peer-review.txt",
 ]
-LEDGER = yaml.safe_load((REPO / "config" / "paper_numbers.yaml").read_text())
-CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())["claims"]
+LEDGER = load_yaml(REPO / "config" / "paper_numbers.yaml")
+CLAIMS = load_yaml(REPO / "config" / "claims.yaml")["claims"]
 CLAIM_IDS = {claim["claim_id"] for claim in CLAIMS}
 
 SKIP = re.compile(

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from matcond.claims.markdown import scorecard, summary_markdown
+from matcond.pipeline.config import load_yaml
 from matcond.pipeline.trials import format_value
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def matches(table: pd.DataFrame, statistics, scale: float, numbers) -> list[int]
 
 
 def test_the_snapshot_holds_exactly_the_configured_claims():
-    configured = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())["claims"]
+    configured = load_yaml(REPO / "config" / "claims.yaml")["claims"]
     assert sorted(CLAIMS["claim_id"]) == sorted(c["claim_id"] for c in configured)
     assert (SNAPSHOT / "summary.md").read_text() == summary_markdown(CLAIMS)
 
@@ -146,6 +146,6 @@ def test_the_default_reading_is_the_calibrations_pick():
     the paper run (docs/theory.md, "Which reading the default uses")."""
     picked = read_snapshot("calibration.csv")
     (arm,) = picked.loc[picked["chosen"], "arm"]
-    defaults = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["defaults"]
+    defaults = load_yaml(REPO / "config" / "config.yaml")["defaults"]
     keys = ("init", "init_scale", "row_log_std")
     assert arm == ", ".join(f"{k}={format_value(defaults[k])}" for k in keys)

@@ -7,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from matcond.condition_number import theory
 from matcond.condition_number.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
-from matcond.pipeline.config import validate_config
+from matcond.pipeline.config import load_yaml, validate_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -204,7 +203,7 @@ def test_the_held_out_grid_is_the_draw_of_its_seed():
     """The paper config's theory_held_out variants are exactly
     matcond.condition_number.theory.held_out_cells (no hand-picked cell), inside the declared
     ranges, and the theory covers them."""
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config = load_yaml(REPO / "config" / "config.yaml")
     experiment = config["experiments"]["theory_held_out"]
     cells = held_out_cells()
     assert experiment["variants"] == cells and len(cells) == HELD_OUT_CELLS

@@ -8,7 +8,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from matplotlib.collections import PathCollection
 
 from matcond.claims.check import paper_values
@@ -22,10 +21,11 @@ from matcond.figures.style import (
     median_line,
 )
 from matcond.jobs.plot import with_sampling_bands
+from matcond.pipeline.config import load_yaml
 from matcond.stats.heavy_tail import sampling_band
 
 REPO = Path(__file__).resolve().parents[2]
-CLAIMS = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ from matcond.gn_experiments.sweeps import (
     SWEEPS,
     run_sweep,
 )
-from matcond.pipeline.config import validate_config
+from matcond.pipeline.config import load_yaml, validate_config
 from matcond.pipeline.files import write_parquet
 
 pytestmark = pytest.mark.workflow  # the Gauss-Newton rules end to end
@@ -417,8 +417,8 @@ def test_end_to_end_on_the_test_config(small_run, gn_config):
 def test_the_full_gn_config_merges_over_the_default():
     from snakemake.utils import update_config
 
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    update_config(config, yaml.safe_load((REPO / "config" / "gauss_newton_full.yaml").read_text()))
+    config = load_yaml(REPO / "config" / "config.yaml")
+    update_config(config, load_yaml(REPO / "config" / "gauss_newton_full.yaml"))
     sweeps = validate_config(config)["gauss_newton"]["sweeps"]
     assert sweeps["fig8_linear_cnn"]["n_samples"] == 50
     assert sweeps["fig8_linear_cnn"]["kernel_sizes"] == [1, 3, 5, 7]  # kept from the default

@@ -30,7 +30,7 @@ from matcond.own_weights.load import (
 )
 from matcond.own_weights.load import load_file as load_checkpoint
 from matcond.own_weights.metrics import MIN_EIGENVALUES, power_law_fit, result_columns
-from matcond.pipeline.config import ConfigError, load_schema
+from matcond.pipeline.config import ConfigError, load_schema, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -284,7 +284,7 @@ def run_snakemake(workdir: Path, names: list[str]) -> subprocess.CompletedProces
 
 
 def write_config(workdir: Path, checkpoints: dict[str, str], **extra) -> None:
-    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    config = load_yaml(REPO / "config" / "test" / "config.yaml")
     config["checkpoints"] = checkpoints
     config.update(extra)
     config["defaults"]["effective_rank_thresholds"] = THRESHOLDS

@@ -11,7 +11,7 @@ import yaml
 
 from matcond.figures.captions import config_notes
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.config import validate_config
+from matcond.pipeline.config import load_yaml, validate_config
 
 pytestmark = pytest.mark.workflow  # every test starts Snakemake
 
@@ -58,7 +58,7 @@ def test_several_config_files_merge_in_order(tmp_path):
 
 
 def test_without_a_config_file_the_paper_config_runs(tmp_path):
-    paper = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    paper = load_yaml(REPO / "config" / "config.yaml")
     rules, _ = dry_run(tmp_path, "--config", "job_server=False")
     assert rules.count("gn_sweep") == len(paper["gauss_newton"]["sweeps"])
     assert rules.count("aggregate") == len(paper["experiments"])
@@ -110,8 +110,8 @@ def test_notes_name_unused_and_misspelt_experiments_and_partial_figures():
 
 
 def test_the_full_config_has_no_notes():
-    paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-    claims = yaml.safe_load((REPO / "config" / "claims.yaml").read_text())
+    paper = validate_config(load_yaml(REPO / "config" / "config.yaml"))
+    claims = load_yaml(REPO / "config" / "claims.yaml")
     tables = [c["table"] for c in claims["claims"]]
     gn = paper["gauss_newton"]
     others = [r["experiment"] for r in claims["readings"]]
@@ -148,7 +148,7 @@ def test_held_out_choices_run_on_seeds_their_scorers_do_not_use():
     """The paper config's independent trials: ctrl_spectral_reg chooses spectral_reg's
     defaults on seeds exp4 (which scores them) does not use; the theory's checks
     (theory_check*, depth_check: other cells) share their seeds with no other experiment."""
-    paper = validate_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    paper = validate_config(load_yaml(REPO / "config" / "config.yaml"))
     seeds = {
         name: set(range(e["seeds"]) if isinstance(e["seeds"], int) else e["seeds"])
         for name, e in paper["experiments"].items()

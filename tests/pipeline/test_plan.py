@@ -4,11 +4,10 @@ blocks, saved weights, GN parts, depth trials, figures and targets."""
 from pathlib import Path
 
 import pytest
-import yaml
 
 from matcond.claims.check import DEPTH_TABLE
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.config import ConfigError, validate_config
+from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.plan import Plan, trial_mem_mb
 from matcond.pipeline.trials import all_trials
 
@@ -22,7 +21,7 @@ def plan_of(config: dict) -> Plan:
 
 @pytest.fixture(scope="module")
 def small() -> Plan:
-    return plan_of(yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text()))
+    return plan_of(load_yaml(REPO / "config" / "test" / "config.yaml"))
 
 
 def test_every_trial_is_in_exactly_one_block_and_its_manifest_is_a_target(small):
@@ -82,9 +81,7 @@ def test_weights_are_saved_where_something_reads_them(small):
     assert all(
         small.trial_by_path[p].spec["save_recorded_weights"] for p in unread & small.weights_saved
     )
-    everything = plan_of(
-        {**yaml.safe_load((REPO / "config/test/config.yaml").read_text()), "save_weights": True}
-    )
+    everything = plan_of({**load_yaml(REPO / "config/test/config.yaml"), "save_weights": True})
     assert everything.weights_saved == set(everything.trial_by_path)
 
 
@@ -109,7 +106,7 @@ def test_the_depth_formula_s_trials_grouped_by_their_training_block(small):
 
 
 def test_along_training_without_saved_weights_names_the_experiment(small):
-    config = yaml.safe_load((REPO / "config" / "test" / "config.yaml").read_text())
+    config = load_yaml(REPO / "config" / "test" / "config.yaml")
     experiment = small.config["gauss_newton"]["along_training"]["experiment"]
     config["experiments"][experiment].setdefault("settings", {})["save_recorded_weights"] = False
     with pytest.raises(ConfigError, match=f"experiments.{experiment}: .*save_recorded_weights"):

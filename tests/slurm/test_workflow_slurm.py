@@ -32,6 +32,7 @@ import yaml
 from slurmcluster import SlurmCluster
 
 from matcond.execution.jobserver import SERVED_BY
+from matcond.pipeline.config import load_yaml
 
 pytestmark = pytest.mark.workflow  # the workflow on a SLURM test cluster
 
@@ -161,7 +162,7 @@ rule slow:
 
 
 def test_cancelled_job_is_retried(cluster: SlurmCluster, tmp_path: Path) -> None:
-    assert yaml.safe_load((PROFILE / "config.yaml").read_text())["retries"] >= 1
+    assert load_yaml(PROFILE / "config.yaml")["retries"] >= 1
     (tmp_path / "Snakefile").write_text(SLOW_SNAKEFILE)
     attempts = tmp_path / "attempts.txt"
     out = tmp_path / "snakemake.log"

@@ -229,7 +229,7 @@ def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIM
         prefix = f"{file}: claim {name or f'#{number}'}: "
         raise_first_error(one, claim, prefix)
         _check_claim(claim, experiments, prefix)
-    raise_first_error(whole, claims, f"{file}: ")
+    raise_first_error(whole, {**claims, "claims": []}, f"{file}: ")  # the rest, claims done
     _check_unique([c["claim_id"] for c in entries], "claim_id", f"{file}: ")
     readings = claims.get("readings", [])
     _check_unique([r["name"] for r in readings], "reading", f"{file}: ")
