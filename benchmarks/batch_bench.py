@@ -6,7 +6,7 @@ trains the same seeds in batches of 1, 4, 16 and 64 in one process with one torc
 training job does, and prints the seconds per trial and the speed-up over batches of one. The
 trials' tables and weights are the same bytes in every batch
 (tests/condition_number/test_blocks.py); this measures only what batching buys, to choose
-matcond.condition_number.run.BATCH_ELEMENTS.
+matcond.condition_number.batching.BATCH_ELEMENTS.
 
 Run: python benchmarks/batch_bench.py [--seeds 64] [--epochs 200] [--device cpu]
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matcond.condition_number import run
+from matcond.condition_number import batching, run
 from matcond.pipeline.config import validate_config
 from matcond.pipeline.files import read_manifest
 from matcond.pipeline.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
@@ -93,12 +93,12 @@ def train_in_blocks(settings: list[Trial], size: int, root: Path, seeds=range(4)
 @pytest.mark.workflow  # trains every setting of the small config four times: ~20 s
 def test_a_trials_bytes_do_not_depend_on_its_block(tmp_path, monkeypatch):
     """Blocks of 1, 3 and 16 seeds (each trained side by side as one batch: the small config's
-    dims are far below matcond.condition_number.run.BATCH_ELEMENTS), and a block of 16 trained one
-    seed at a time ("16/1")."""
+    dims are far below matcond.condition_number.batching.BATCH_ELEMENTS), and a block of 16
+    trained one seed at a time ("16/1")."""
     settings = distinct_settings()
     assert len(settings) >= 15  # every model, optimizer and strategy of the small config
     roots = {size: train_in_blocks(settings, size, tmp_path / f"b{size}") for size in (1, 3, 16)}
-    monkeypatch.setattr(run, "BATCH_ELEMENTS", 1)
+    monkeypatch.setattr(batching, "BATCH_ELEMENTS", 1)
     roots["16/1"] = train_in_blocks(settings, 16, tmp_path / "b16-1")
     files = {
         size: {

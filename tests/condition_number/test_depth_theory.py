@@ -123,13 +123,13 @@ def prediction_gaps(depth: int, lr: float) -> tuple[float, float, float]:
 @pytest.mark.parametrize("depth", [2, 3])
 def test_the_prediction_along_training_follows_gradient_descent(depth):
     """The operator frozen at each step's weights reproduces gradient descent up to the terms
-    of order lr^2 per step it drops: the gap halves with lr (measured: 5e-5 and 1.1e-4 of the
-    initial error at lr = 1e-3 for depth 2 and 3). Frozen at the initial weights it misses by
-    15-19 %, once the layers have moved: why prediction (a) is a hypothesis to test."""
-    moved, along, frozen = prediction_gaps(depth, 1e-3)
-    _, along_half, _ = prediction_gaps(depth, 5e-4)
+    of order lr^2 per step it drops: the gap halves with lr (measured: 9.4e-5 and 2.2e-4 of
+    the initial error at lr = 2e-3 for depth 2 and 3). Frozen at the initial weights it misses
+    by 15-19 %, once the layers have moved: why prediction (a) is a hypothesis to test."""
+    moved, along, frozen = prediction_gaps(depth, 2e-3)
+    _, along_half, _ = prediction_gaps(depth, 1e-3)
     assert moved > 0.5  # the run learns: the error changes by half its size or more
-    assert along < 0.2 * 1e-3
+    assert along < 0.2 * 2e-3
     assert 1.8 < along / along_half < 2.2  # first order in lr
     assert frozen > 0.1
 

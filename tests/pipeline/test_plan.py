@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from matcond.claims.check import DEPTH_TABLE
+from matcond.condition_number.batching import block_mem_mb
 from matcond.figures.catalog import FIGURES
 from matcond.pipeline.config import ConfigError, load_yaml, validate_config
-from matcond.pipeline.plan import Plan, trial_mem_mb
+from matcond.pipeline.plan import Plan
 from matcond.pipeline.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,10 +122,21 @@ def test_an_experiment_named_like_the_depth_table_is_refused():
 
 def test_memory_names_the_experiment_that_does_not_fit(small):
     assert small.memory_problem(10**9) is None
-    largest = max(t.spec["dim"] for t in small.trial_by_path.values())
-    problem = small.memory_problem(trial_mem_mb(largest) - 1)
+    need = max(small.train_mem_mb(block) for block in small.blocks)
+    problem = small.memory_problem(need - 1)
     assert problem is not None and problem.startswith("config key experiments.")
-    assert f"needs about {trial_mem_mb(largest)} MB" in problem
+    assert f"needs about {need} MB per training job" in problem
+
+
+def test_a_gpu_block_asks_for_the_memory_of_all_its_seeds():
+    """With device cuda a block's seeds train as one batch: its job's mem_mb is that of all
+    of them (matcond.condition_number.batching.block_mem_mb); on the CPU, at d = 1024, one."""
+    config = {"block_size": 64, "experiments": {"e": {"grid": {"dim": [1024]}, "seeds": 64}}}
+    cpu, cuda = plan_of(config), plan_of({**config, "device": "cuda"})
+    (block,) = cuda.blocks
+    spec = cuda.blocks[block].trials[0].spec
+    assert cuda.train_mem_mb(block) == block_mem_mb(spec, 64, "cuda")
+    assert cpu.train_mem_mb(block) == block_mem_mb(spec, 1, "cuda") < cuda.train_mem_mb(block)
 
 
 def test_runtime_and_priority_of_a_training_block(small):

@@ -32,7 +32,7 @@ from matcond.pipeline.plan import (
     DIVERGED_TABLE,
     REPORT,
     Plan,
-    trial_mem_mb,
+    gn_mem_mb,
 )
 from matcond.pipeline.trials import all_trials, config_cells, swept_settings
 

@@ -28,8 +28,8 @@ rule gn_trial:
     resources:
         gpu=0,
         # dense GN forms of side dim^2 (a few float64 copies) plus torch
-        mem_mb=lambda wildcards: trial_mem_mb(
-            PLAN.trial_by_path[wildcards.trial].spec["dim"], gn=True
+        mem_mb=lambda wildcards: gn_mem_mb(
+            PLAN.trial_by_path[wildcards.trial].spec["dim"]
         ),
         runtime=30,
     params:

@@ -21,10 +21,8 @@ rule train:
     threads: 1
     resources:
         gpu=TRAIN_GPUS,
-        # torch itself plus a few copies of the matrices (its trials run one after another)
-        mem_mb=lambda wildcards: trial_mem_mb(
-            PLAN.blocks[wildcards.block].trials[0].spec["dim"]
-        ),
+        # torch itself and the matrices of the trials that train side by side
+        mem_mb=lambda wildcards: PLAN.train_mem_mb(wildcards.block),
         runtime=lambda wildcards: PLAN.train_runtime(wildcards.block),
     params:
         **rule_params(

@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
+from matcond.condition_number.batching import seeds_side_by_side
 from matcond.condition_number.components import compare, singular_values
 from matcond.condition_number.models import teacher_weights
 from matcond.condition_number.training import TrainingOutcome, train
@@ -177,8 +178,6 @@ def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) 
     replace_atomically(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
 
-BATCH_ELEMENTS = 1 << 16  # chosen by benchmarks/batch_bench.py (docs/benchmarks.md)
-
 BENCHMARK_COLUMNS = ["s", "h:m:s", "max_rss", "cpu_time", "compute_s"]
 
 
@@ -204,20 +203,12 @@ def trial_spec(cell: dict, seed: int) -> dict:
     return json.loads(json.dumps({**cell, "seed": seed}, sort_keys=True))
 
 
-def seeds_per_batch(cell: dict, device: torch.device) -> int:
-    """How many of a block's trials train side by side: all of them on a GPU; on the CPU as
-    many as keep one layer stack under ``BATCH_ELEMENTS`` numbers (batching pays at small
-    dims, where a step is dominated by per-operation overhead, and costs at large ones)."""
-    if device.type != "cpu":
-        return 1 << 30
-    return max(1, BATCH_ELEMENTS // cell["dim"] ** 2)
-
-
 def run_block_job(
     block_json: str, manifest: str, threads: int, device: str, benchmark: str
 ) -> None:
     """What one training job does (:mod:`matcond.jobs.train`), in its own process or a job
-    server's child: train a block's trials, :func:`seeds_per_batch` of them side by side.
+    server's child: train a block's trials,
+    :func:`matcond.condition_number.batching.seeds_side_by_side` of them side by side.
 
     ``block_json``: the block's setting (``spec``, without seed), its ``seeds`` and the seeds
     whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
@@ -234,7 +225,8 @@ def run_block_job(
     torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
     records, compute = {}, 0.0
     with claim_device(device) as torch_device:
-        seeds, size = block["seeds"], seeds_per_batch(block["spec"], torch_device)
+        seeds = block["seeds"]
+        size = seeds_side_by_side(block["spec"]["dim"], torch_device.type)
         for first in range(0, len(seeds), size):
             specs = [trial_spec(block["spec"], seed) for seed in seeds[first : first + size]]
             compute_start = time.perf_counter()

@@ -12,6 +12,7 @@ import functools
 import json
 
 from matcond.claims.check import DEPTH_TABLE
+from matcond.condition_number.batching import block_mem_mb
 from matcond.figures.captions import experiment_summary
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import PREFIX, entry
@@ -28,10 +29,10 @@ CHECKPOINT_SUFFIXES = (".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spe
 CHECKPOINT_SUFFIXES += ("_layers.png", "_layers.pdf", "_errors.parquet", "_errors.csv")
 
 
-def trial_mem_mb(dim: int, gn: bool = False) -> int:
-    """MB a training job (or, ``gn``, a GN job on its weights: dense forms of side dim^2)
-    of dimension ``dim`` needs."""
-    return 1500 + 40 * dim**4 // 1_000_000 if gn else 1000 + 64 * dim * dim // 1_000_000
+def gn_mem_mb(dim: int) -> int:
+    """MB a GN job on a trial's weights of dimension ``dim`` needs (dense forms of side
+    dim^2, a few float64 copies, plus torch)."""
+    return 1500 + 40 * dim**4 // 1_000_000
 
 
 class Plan:
@@ -155,6 +156,13 @@ class Plan:
         """:func:`matcond.figures.captions.experiment_summary` of an experiment, once."""
         return experiment_summary(self.trials[experiment])
 
+    def train_mem_mb(self, block: str) -> int:
+        """MB a training job needs: its trials that train side by side on the config's device
+        (on a GPU the whole block) each keep their matrices on the host
+        (:func:`matcond.condition_number.batching.block_mem_mb`)."""
+        trials = self.blocks[block].trials
+        return block_mem_mb(trials[0].spec, len(trials), self.config["device"])
+
     def train_runtime(self, block: str) -> int:
         """Minutes a training job may take (generous: most trials take seconds on a CPU)."""
         trials = self.blocks[block].trials
@@ -170,23 +178,25 @@ class Plan:
         return int(spec["record_every"] == 1 or spec["dim"] >= 1024)
 
     def memory_problem(self, total_mb: int) -> str | None:
-        """What does not fit in ``total_mb`` of memory (the largest trial of each experiment,
-        and of each GN part on saved weights), naming the config key; None if all fits."""
-        largest = [
-            (f"experiments.{e}", max(t.spec["dim"] for t in ts), False)
-            for e, ts in self.trials.items()
-        ]
-        largest += [
-            (f"gauss_newton.{part}", max(t.spec["dim"] for t in ts), True)
-            for part, ts in self.gn_trials.items()
-            if ts
-        ]
-        for key, dim, gn in largest:
-            if trial_mem_mb(dim, gn) > total_mb:
-                job = "GN job on its weights" if gn else "training job"
+        """What does not fit in ``total_mb`` of memory (the largest training job of each
+        experiment, :meth:`train_mem_mb`, and the GN job on the largest trial of each GN
+        part), naming the config key; None if all fits."""
+        jobs = {}
+        for e, ts in self.trials.items():
+            need, block = max(
+                (self.train_mem_mb(b), b) for b in {self.block_of_trial[t.path].path for t in ts}
+            )
+            dim = self.blocks[block].trials[0].spec["dim"]
+            jobs[f"experiments.{e}"] = (need, dim, "training job")
+        for part, ts in self.gn_trials.items():
+            if ts:
+                dim = max(t.spec["dim"] for t in ts)
+                jobs[f"gauss_newton.{part}"] = (gn_mem_mb(dim), dim, "GN job on its weights")
+        for key, (need, dim, job) in jobs.items():
+            if need > total_mb:
                 return (
-                    f"config key {key}: dim {dim} needs about {trial_mem_mb(dim, gn)} MB per "
-                    f"{job}; this machine has {total_mb} MB"
+                    f"config key {key}: dim {dim} needs about {need} MB per {job}; this "
+                    f"machine has {total_mb} MB"
                 )
         return None
 

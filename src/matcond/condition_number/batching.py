@@ -1,0 +1,63 @@
+"""How a training block's trials share its job: how many train side by side, and the host
+memory that takes. Pure Python (no torch): the Snakefile reads it at parse time for the
+training rule's ``mem_mb``, the training job for its batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+BATCH_ELEMENTS = 1 << 16  # chosen by benchmarks/batch_bench.py (docs/benchmarks.md)
+BASE_MB = 1000  # torch itself and the job's own copies (about 300 MB measured), with room
+
+# Per model: the d x d matrices of its teacher (the ``target`` stage), of each other stage a
+# trial keeps (``initial``, ``final``, each saved recorded epoch) and its trained layers, as
+# functions of the spec (matcond.condition_number.models; tests/condition_number/test_batching.py
+# checks them against what a trial holds).
+_MATRICES = {
+    "linear": lambda spec: (1, 1, 1),
+    "deep_linear": lambda spec: (1, spec["depth"] + 1, spec["depth"]),
+    "relu_mlp": lambda spec: (3, 3, 2),
+    "attention": lambda spec: (10, 4, 6),
+}
+
+
+def seeds_side_by_side(dim: int, device: str) -> int:
+    """How many of a block's trials train side by side: all of them on a GPU; on the CPU as
+    many as keep one layer stack under :data:`BATCH_ELEMENTS` numbers (batching pays at small
+    dims, where a step is dominated by per-operation overhead, and costs at large ones)."""
+    if device != "cpu":
+        return 1 << 30
+    return max(1, BATCH_ELEMENTS // dim**2)
+
+
+def recorded_stages(spec: Mapping[str, Any]) -> int:
+    """The recorded epochs whose weights a trial keeps (``save_recorded_weights``): 0, k, 2k,
+    ... and the last (matcond.condition_number.training.record_epochs)."""
+    if not spec["save_recorded_weights"] or not spec["record_every"]:
+        return 0
+    epochs, every = spec["epochs"], spec["record_every"]
+    return epochs // every + 1 + (epochs % every != 0)
+
+
+def held_matrices(spec: Mapping[str, Any]) -> tuple[int, int]:
+    """``(kept, layers)``: the d x d float64 matrices a trial keeps until its batch ends (its
+    target, initial, final and saved recorded weights) and its trained layers."""
+    target, stage, layers = _MATRICES[spec["model"]](spec)
+    return target + stage * (2 + recorded_stages(spec)), layers
+
+
+def trial_host_mb(spec: Mapping[str, Any]) -> float:
+    """MB of host memory one trial takes while its batch trains: the matrices it keeps, and
+    for the training's own state three float64 matrices per layer and one more (an upper
+    bound on the peak RSS that benchmarks/block_memory.py measures, docs/benchmarks.md)."""
+    kept, layers = held_matrices(spec)
+    return 8 * spec["dim"] ** 2 * (kept + 3 * layers + 1) / 1e6
+
+
+def block_mem_mb(spec: Mapping[str, Any], seeds: int, device: str) -> int:
+    """MB a training job of ``seeds`` trials of setting ``spec`` needs on ``device`` (cpu or
+    cuda): :data:`BASE_MB` and the trials that train side by side."""
+    side_by_side = min(seeds, seeds_side_by_side(spec["dim"], device))
+    return BASE_MB + round(side_by_side * trial_host_mb(spec))
