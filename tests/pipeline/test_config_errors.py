@@ -266,11 +266,12 @@ def start(workdir: Path, config: dict, *args: str, env: dict | None = None) -> s
 
 @pytest.mark.workflow
 def test_a_dimension_beyond_this_machines_memory_stops_before_any_job(tmp_path):
-    """dim 100000 needs ~640 GB per training job: a local run stops at its start, naming the
+    """dim 100000 needs ~560 GB per training job (7 float64 matrices of 10^10 numbers and
+    1,000 MB, matcond.condition_number.batching): a local run stops at its start, naming the
     key, instead of failing (or swapping) in every job."""
     out = start(tmp_path, one({"dim": 100_000, "epochs": 1}), "--cores", "1")
     assert (
-        "Cannot start: config key experiments.e: dim 100000 needs about 641000 MB per training job"
+        "Cannot start: config key experiments.e: dim 100000 needs about 561000 MB per training job"
         in out
     )
 
