@@ -1,6 +1,7 @@
 """Config validation and trial enumeration (pure Python, no Snakemake)."""
 
 import copy
+import datetime
 import functools
 import json
 from pathlib import Path
@@ -149,9 +150,11 @@ def test_a_bad_value_is_refused_after_good_ones_were_checked():
     """Settings found valid once are not checked again (a cache of setting-value pairs):
     a bad value of a setting already seen with good values is still refused, by its key."""
     all_trials(validate_config({"experiments": {"e": {"grid": {"lr": [0.1]}, "seeds": 1}}}))
-    bad = validate_config({"experiments": {"e": {"grid": {"lr": [0.1, -1]}, "seeds": 1}}})
-    with pytest.raises(ConfigError, match="experiments.e: setting lr"):
-        all_trials(bad)
+    for bad_value in (-1, datetime.date(2024, 1, 1)):  # a date: YAML reads 2024-01-01 so
+        grid = {"lr": [0.1, bad_value]}
+        bad = validate_config({"experiments": {"e": {"grid": grid, "seeds": 1}}})
+        with pytest.raises(ConfigError, match="experiments.e: setting lr"):
+            all_trials(bad)
 
 
 @pytest.mark.parametrize("name", ["config/config.yaml", "config/test/config.yaml"])

@@ -259,8 +259,11 @@ _VALID_PAIRS: set[tuple[str, str]] = set()
 def _check_settings(spec: dict[str, Any], where: str) -> None:
     """Raise ConfigError, naming the config key, for the first setting of ``spec`` that the
     settings schema refuses."""
-    pairs = {(k, json.dumps(v, sort_keys=True)) for k, v in spec.items()}
-    if pairs <= _VALID_PAIRS:
+    try:
+        pairs = {(k, json.dumps(v, sort_keys=True)) for k, v in spec.items()}
+    except TypeError:  # not JSON (YAML's dates): the schema refuses it, naming the key
+        pairs = set()
+    if pairs and pairs <= _VALID_PAIRS:
         return
     raise_first_error(_settings_validator(), spec, prefix=f"config key {where}: setting ")
     _VALID_PAIRS.update(pairs)
