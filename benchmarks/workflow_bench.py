@@ -13,10 +13,14 @@ and prints per mode:
 - the peak memory of the training processes per dimension;
 - the job-seconds per rule and per Gauss-Newton part (each sweep, each part on saved weights),
   the share of core-seconds spent outside jobs, and the longest job;
+- the run's shape, from each job's benchmark file (written as the job ends, its seconds
+  before that it started): the span of the jobs, idle core-seconds, span / (job-seconds /
+  cores) and the serial tail (the end of the run with fewer jobs than cores);
 and the ratios between the two modes.
 
     python benchmarks/workflow_bench.py --experiments exp1_dimension exp2_optimizer
     python benchmarks/workflow_bench.py --config config/test/config.yaml --modes server
+    python benchmarks/workflow_bench.py --shape small-run --cores 2   # a finished run
 """
 
 from __future__ import annotations
@@ -95,6 +99,58 @@ def longest_job(workdir: Path) -> str:
     return f"{path.relative_to(root)} ({seconds[path]:.1f} s)"
 
 
+def job_intervals(workdir: Path) -> pd.DataFrame:
+    """Every job's rule, start and end (seconds since the first start): its benchmark file is
+    written as it ends (by Snakemake, or by a training job itself), ``s`` before that it
+    started."""
+    root = workdir / "results" / "benchmarks"
+    rows = []
+    for bench in root.rglob("*.tsv"):
+        seconds = float(pd.read_csv(bench, sep="\t").iloc[0]["s"])
+        end = bench.stat().st_mtime
+        rule = bench.relative_to(root).parts[0].removesuffix(".tsv")
+        rows.append({"rule": rule, "start": end - seconds, "end": end})
+    jobs = pd.DataFrame(rows)
+    first = jobs["start"].min()
+    return jobs.assign(start=jobs["start"] - first, end=jobs["end"] - first)
+
+
+def run_shape(jobs: pd.DataFrame, cores: int) -> dict[str, float]:
+    """From :func:`job_intervals`: the span from the first job's start to the last one's end,
+    the job-seconds, the idle core-seconds in the span, span / (job-seconds / cores) (1 is
+    the floor), and the serial tail: the time from the last moment every core had a job to
+    the end, with the job-seconds it holds."""
+    events = sorted([(t, 1) for t in jobs["start"]] + [(t, -1) for t in jobs["end"]])
+    running, last_full, span = 0, 0.0, float(jobs["end"].max())
+    for moment, step in events:
+        if running >= cores > running + step:  # every core had a job until now
+            last_full = moment
+        running += step
+    tail = jobs[jobs["end"] > last_full]
+    busy = float((jobs["end"] - jobs["start"]).sum())
+    return {
+        "span_s": span,
+        "job_s": busy,
+        "idle_core_s": span * cores - busy,
+        "span_over_floor": span / (busy / cores),
+        "tail_s": span - last_full,
+        "tail_job_s": float((tail["end"] - tail["start"].clip(lower=last_full)).sum()),
+        "tail_rules": ", ".join(sorted(set(tail["rule"]))),
+    }
+
+
+def print_shape(workdir: Path, cores: int) -> None:
+    """Print the run's shape (:func:`run_shape`) and its longest job."""
+    shape = run_shape(job_intervals(workdir), cores)
+    print(
+        f"shape on {cores} cores: {shape['span_s']:.1f} s from the first job's start to the "
+        f"last one's end, {shape['job_s']:.1f} job-seconds, {shape['idle_core_s']:.1f} idle "
+        f"core-seconds, span / (job-seconds / cores) = {shape['span_over_floor']:.2f}; serial "
+        f"tail {shape['tail_s']:.1f} s (fewer jobs than cores; {shape['tail_job_s']:.1f} "
+        f"job-seconds of {shape['tail_rules']}); longest job {longest_job(workdir)}"
+    )
+
+
 def gn_seconds(workdir: Path) -> pd.DataFrame:
     """Jobs and job-seconds per GN part: each sweep and table (a file under
     results/benchmarks/gn), each part on saved weights (a folder there: one job per trial)."""
@@ -147,7 +203,13 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, help="new directory (default: a temporary one)")
+    parser.add_argument(
+        "--shape", type=Path, help="only print the shape of the finished run in this directory"
+    )
     args = parser.parse_args()
+    if args.shape:
+        print_shape(args.shape, args.cores)
+        return
     root = args.workdir or Path(tempfile.mkdtemp(prefix="matcond-bench-"))
     config = yaml.safe_load(args.config.read_text())
     if args.experiments:
@@ -173,6 +235,7 @@ def main() -> None:
             f"{1 - busy / (wall * args.cores):.0%} outside jobs (Snakemake, start-up, idle "
             f"cores); longest job {longest_job(workdir)}"
         )
+        print_shape(workdir, args.cores)
         print("GN job-seconds per part (results/benchmarks/gn):")
         print(gn_seconds(workdir).round(1).to_string())
         results[mode] = (wall, jobs)

@@ -313,6 +313,7 @@ def test_readings_evaluate_each_claim_under_each_arm(tables):
         ],
     }
     readings = evaluate_readings(claims, tables)
+    pd.testing.assert_frame_equal(evaluate_readings(claims, tables, workers=2), readings)
     assert list(readings["arm"]) == ["init=gaussian", "init=orthogonal"]  # no theory claims
     assert list(readings["verdict"]) == ["reproduced", "not reproduced"]
     summary = readings_summary(readings)
@@ -355,6 +356,8 @@ def test_not_configured_and_not_comparable_on_the_paper_claims(tables):
     assert "no trial matches" in table.loc["review_kappa_d128", "note"]
     assert "not finite" in table.loc["exp1_spectral_gap_d128", "note"]
     assert table.loc["exp2_kappa_sgd", "note"] == "no experiment exp2_optimizer"
+    # evaluated by two forked workers (rule claims on several cores): the same table
+    pd.testing.assert_frame_equal(evaluate(claims, tables, workers=2).set_index("claim_id"), table)
     claims["claims"] = [
         {**c, "table": "exp2_optimiser"} if c["table"] == "exp2_optimizer" else c
         for c in claims["claims"]

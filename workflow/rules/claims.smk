@@ -78,6 +78,9 @@ rule claims:
         "results/benchmarks/claims.tsv"
     conda:
         "../../envs/matcond.yaml"
+    # its claims are evaluated side by side (matcond.execution.forked): it ends the run;
+    # a local run gives it at most --cores
+    threads: 4
     resources:
         gpu=0,
         mem_mb=4000,

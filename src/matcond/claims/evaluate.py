@@ -69,6 +69,7 @@ from matcond.claims.measure import (
     paired_values,
     reference,
 )
+from matcond.execution.forked import forked_map
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.stats import heavy_tail
 
@@ -401,18 +402,25 @@ def power_note(row: dict) -> str:
 
 
 def evaluate(
-    claims: dict, tables: dict[str, pd.DataFrame], settings_differ: dict[str, str] | None = None
+    claims: dict,
+    tables: dict[str, pd.DataFrame],
+    settings_differ: dict[str, str] | None = None,
+    workers: int = 1,
 ) -> pd.DataFrame:
-    """The claims table: one row per claim of ``claims`` (the parsed config/claims.yaml). A
+    """The claims table: one row per claim of ``claims`` (the parsed config/claims.yaml),
+    evaluated by ``workers`` processes (:func:`matcond.execution.forked.forked_map`). A
     paper's claim on a table in ``settings_differ`` (table -> what differs from the paper
     config, :func:`matcond.claims.check.settings_differences`) is measured but not judged:
     its verdict is ``settings differ`` and its note says what differs."""
     tolerance = claims.get("default_tolerance", 0.25)
     theory_band = tuple(claims.get("theory_band", THEORY_BAND))
-    rows = [
-        evaluate_claim(claim, tables, tolerance, theory_band, *heavy_tail_setting(claims, claim))
-        for claim in claims["claims"]
-    ]
+
+    def one(claim: dict) -> dict:
+        return evaluate_claim(
+            claim, tables, tolerance, theory_band, *heavy_tail_setting(claims, claim)
+        )
+
+    rows = forked_map(one, claims["claims"], workers)
     for claim, row in zip(claims["claims"], rows, strict=True):
         differs = (settings_differ or {}).get(claim["table"])
         if differs and row["source"] != OWN and row["verdict"] != "not configured":

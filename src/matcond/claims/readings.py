@@ -19,14 +19,18 @@ import pandas as pd
 
 from matcond.claims.check import OWN, heavy_tail_setting
 from matcond.claims.evaluate import CLAIM_COLUMNS, evaluate_claim
+from matcond.execution.forked import forked_map
 from matcond.pipeline.trials import format_value
 
 READING_COLUMNS = ["reading", "arm", *CLAIM_COLUMNS]
 GOOD = ("reproduced", "consistent")  # the verdicts that count a claim as met
 
 
-def evaluate_readings(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims again, under each reading of the paper's ambiguous settings.
+def evaluate_readings(
+    claims: dict, tables: dict[str, pd.DataFrame], workers: int = 1
+) -> pd.DataFrame:
+    """The claims again, under each reading of the paper's ambiguous settings, evaluated by
+    ``workers`` processes (:func:`matcond.execution.forked.forked_map`).
 
     A reading (``readings`` in config/claims.yaml) is an experiment whose arms (the values of
     its settings ``arms_by``) are alternative readings of a setting the paper leaves open; it
@@ -37,7 +41,7 @@ def evaluate_readings(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataF
     that of the experiment it stands for.
     """
     tolerance = claims.get("default_tolerance", 0.25)
-    rows = []
+    tasks = []  # (reading, arm, the claim moved onto the reading's experiment, paper_n)
     for reading in claims.get("readings", []):
         table = tables.get(reading["experiment"])
         if table is None:
@@ -55,9 +59,14 @@ def evaluate_readings(claims: dict, tables: dict[str, pd.DataFrame]) -> pd.DataF
                     if key in claim:
                         moved[key] = {**claim[key], **extra, **values}
                 paper_n = heavy_tail_setting(claims, claim)[1]
-                row = evaluate_claim(moved, tables, tolerance, paper_n=paper_n)
-                rows.append({"reading": reading["name"], "arm": label, **row})
-    return pd.DataFrame(rows, columns=READING_COLUMNS)
+                tasks.append((reading["name"], label, moved, paper_n))
+
+    def one(task: tuple) -> dict:
+        name, label, moved, paper_n = task
+        row = evaluate_claim(moved, tables, tolerance, paper_n=paper_n)
+        return {"reading": name, "arm": label, **row}
+
+    return pd.DataFrame(forked_map(one, tasks, workers), columns=READING_COLUMNS)
 
 
 def readings_summary(readings: pd.DataFrame) -> pd.DataFrame:

@@ -25,7 +25,8 @@ def main(snakemake) -> None:
     claims = load_yaml(snakemake.input.claims)
     paths = [*snakemake.input.tables, *snakemake.input.gn_tables]
     tables = {Path(p).stem: read_parquet(p) for p in paths}
-    table = evaluate(claims, tables, json.loads(snakemake.params.settings_differ))
+    differ = json.loads(snakemake.params.settings_differ)
+    table = evaluate(claims, tables, differ, workers=snakemake.threads)
     table.to_csv(snakemake.output.csv, index=False)
     # the same table, so the damage check can tell a cut CSV (paper_value as text: mixed types)
     write_parquet(table.astype({"paper_value": str}), snakemake.output.parquet)
@@ -37,7 +38,7 @@ def main(snakemake) -> None:
     Path(snakemake.output.html).write_text(claims_page(table, figures))
     Path(snakemake.output.scorecard).write_text(landing_scorecard(table, figures))
     print(sections["Scorecard"].to_string(index=False), file=sys.stderr)
-    readings = evaluate_readings(claims, tables)
+    readings = evaluate_readings(claims, tables, workers=snakemake.threads)
     write_parquet(readings, snakemake.output.readings)
     readings.to_csv(snakemake.output.readings_csv, index=False)
     calibration = claims.get("calibration")

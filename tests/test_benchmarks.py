@@ -1,0 +1,35 @@
+"""The run's shape that benchmarks/workflow_bench.py prints, on hand-made job intervals."""
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "workflow_bench.py"
+_spec = importlib.util.spec_from_file_location("workflow_bench", PATH)
+workflow_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(workflow_bench)
+
+
+def test_the_shape_of_a_run_with_a_serial_tail():
+    """Two cores: two 10 s jobs side by side, then a 4 s and a 6 s job side by side, then one
+    20 s job alone (it starts as the 6 s one ends): span 36 s, 50 job-seconds, 22 idle
+    core-seconds; every core busy until 14 s (the 4 s job ends), so the tail is 22 s: the
+    6 s job's last 2 s and the 20 s job."""
+    jobs = pd.DataFrame(
+        {
+            "rule": ["train", "train", "plots", "aggregate", "claims"],
+            "start": [0.0, 0.0, 10.0, 10.0, 16.0],
+            "end": [10.0, 10.0, 14.0, 16.0, 36.0],
+        }
+    )
+    shape = workflow_bench.run_shape(jobs, cores=2)
+    assert shape["span_s"] == 36 and shape["job_s"] == 40 + 10
+    assert shape["idle_core_s"] == 2 * 36 - 50
+    assert shape["span_over_floor"] == pytest.approx(36 / 25)
+    assert (shape["tail_s"], shape["tail_job_s"], shape["tail_rules"]) == (
+        22,
+        22,
+        "aggregate, claims",
+    )
