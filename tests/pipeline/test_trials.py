@@ -14,6 +14,7 @@ from matcond.pipeline.trials import (
     Trial,
     all_trials,
     canonical,
+    cells_of,
     check_settings,
     config_cells,
     format_value,
@@ -159,8 +160,9 @@ def test_a_bad_value_is_refused_after_good_ones_were_checked():
 
 @pytest.mark.parametrize("name", ["config/config.yaml", "config/test/config.yaml"])
 def test_an_experiments_cells_are_the_settings_of_its_trials(name):
-    """config_cells (what the claims check reads, without a trial per seed): per experiment,
-    each cell's settings once, in order, equal to its trials' settings without the seed."""
+    """config_cells (what the claims check reads, without a trial per seed) and cells_of (the
+    same from trials already made): per experiment, each cell's settings once, in order,
+    equal to its trials' settings without the seed."""
     config = validate_config(load(name))
     cells = config_cells(config)
     for experiment, trials in shipped_trials(name).items():
@@ -168,6 +170,7 @@ def test_an_experiments_cells_are_the_settings_of_its_trials(name):
         for trial in trials:
             first.setdefault(trial.cell, trial)
         assert cells[experiment] == [{**t.spec, "seed": 0} for t in first.values()]
+    assert cells_of(shipped_trials(name)) == cells  # the same, from the trials
 
 
 def test_conflicting_settings_outside_the_path_are_refused_by_name():

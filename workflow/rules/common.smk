@@ -34,7 +34,7 @@ from matcond.pipeline.plan import (
     Plan,
     gn_mem_mb,
 )
-from matcond.pipeline.trials import all_trials, config_cells, swept_settings
+from matcond.pipeline.trials import all_trials, cells_of, config_cells, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 try:
@@ -53,7 +53,7 @@ except ConfigError as err:
     sys.exit(f"Invalid config: {err}")  # the message names the key; no traceback
 config.update(_validated)
 TRIALS = PLAN.trials
-CELLS = config_cells(_validated)  # each experiment's settings, once per cell
+CELLS = cells_of(TRIALS)  # each experiment's settings, once per cell
 GN = config["gauss_newton"]
 TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # Relative to the working directory, so that a copied or moved project reruns nothing.

@@ -322,6 +322,15 @@ def config_cells(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def cells_of(trials: dict[str, list[Trial]]) -> dict[str, list[dict[str, Any]]]:
+    """:func:`config_cells` from the trials already enumerated (:func:`all_trials`): per
+    cell, in order, its settings with seed 0 (those of any of its trials)."""
+    return {
+        name: [{**t.spec, "seed": 0} for t in {t.cell: t for t in ts}.values()]
+        for name, ts in trials.items()
+    }
+
+
 def _difference(first: dict[str, Any], second: dict[str, Any]) -> str:
     """Why two setting combinations give one trial: the settings they differ in do not
     apply to it, or they differ in nothing (a value listed twice)."""
