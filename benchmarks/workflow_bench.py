@@ -75,44 +75,34 @@ def training_jobs(workdir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rule_seconds(workdir: Path) -> pd.DataFrame:
-    """Jobs and job-seconds per rule (the first folder under results/benchmarks)."""
-    rows = [
-        {
-            "rule": bench.relative_to(workdir / "results" / "benchmarks")
-            .parts[0]
-            .removesuffix(".tsv"),
-            "seconds": float(pd.read_csv(bench, sep="\t").iloc[0]["s"]),
-        }
-        for bench in (workdir / "results" / "benchmarks").rglob("*.tsv")
-    ]
-    table = pd.DataFrame(rows).groupby("rule")["seconds"].agg(jobs="size", seconds="sum")
-    return table.sort_values("seconds", ascending=False)
-
-
-def longest_job(workdir: Path) -> str:
-    """The benchmark file of the longest job and its seconds (a lower bound of the critical
-    path)."""
-    root = workdir / "results" / "benchmarks"
-    seconds = {b: float(pd.read_csv(b, sep="\t").iloc[0]["s"]) for b in root.rglob("*.tsv")}
-    path = max(seconds, key=seconds.get)
-    return f"{path.relative_to(root)} ({seconds[path]:.1f} s)"
-
-
 def job_intervals(workdir: Path) -> pd.DataFrame:
-    """Every job's rule, start and end (seconds since the first start): its benchmark file is
-    written as it ends (by Snakemake, or by a training job itself), ``s`` before that it
-    started."""
+    """Every job's benchmark file (below results/benchmarks), rule (its first folder), seconds,
+    start and end (seconds since the first start): the file is written as the job ends (by
+    Snakemake, or by a training job itself), ``seconds`` before that it started."""
     root = workdir / "results" / "benchmarks"
     rows = []
     for bench in root.rglob("*.tsv"):
         seconds = float(pd.read_csv(bench, sep="\t").iloc[0]["s"])
         end = bench.stat().st_mtime
-        rule = bench.relative_to(root).parts[0].removesuffix(".tsv")
-        rows.append({"rule": rule, "start": end - seconds, "end": end})
+        path = bench.relative_to(root)
+        rule = path.parts[0].removesuffix(".tsv")
+        rows.append({"path": path, "rule": rule, "seconds": seconds, "end": end})
     jobs = pd.DataFrame(rows)
-    first = jobs["start"].min()
-    return jobs.assign(start=jobs["start"] - first, end=jobs["end"] - first)
+    first = (jobs["end"] - jobs["seconds"]).min()
+    return jobs.assign(start=jobs["end"] - jobs["seconds"] - first, end=jobs["end"] - first)
+
+
+def rule_seconds(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs and job-seconds per rule, from :func:`job_intervals`."""
+    table = jobs.groupby("rule")["seconds"].agg(jobs="size", seconds="sum")
+    return table.sort_values("seconds", ascending=False)
+
+
+def longest_job(jobs: pd.DataFrame) -> str:
+    """The benchmark file of the longest job and its seconds (a lower bound of the critical
+    path)."""
+    row = jobs.loc[jobs["seconds"].idxmax()]
+    return f"{row['path']} ({row['seconds']:.1f} s)"
 
 
 def run_shape(jobs: pd.DataFrame, cores: int) -> dict[str, float]:
@@ -139,32 +129,27 @@ def run_shape(jobs: pd.DataFrame, cores: int) -> dict[str, float]:
     }
 
 
-def print_shape(workdir: Path, cores: int) -> None:
+def print_shape(jobs: pd.DataFrame, cores: int) -> None:
     """Print the run's shape (:func:`run_shape`) and its longest job."""
-    shape = run_shape(job_intervals(workdir), cores)
+    shape = run_shape(jobs, cores)
     print(
         f"shape on {cores} cores: {shape['span_s']:.1f} s from the first job's start to the "
         f"last one's end, {shape['job_s']:.1f} job-seconds, {shape['idle_core_s']:.1f} idle "
         f"core-seconds, span / (job-seconds / cores) = {shape['span_over_floor']:.2f}; serial "
         f"tail {shape['tail_s']:.1f} s (fewer jobs than cores; {shape['tail_job_s']:.1f} "
-        f"job-seconds of {shape['tail_rules']}); longest job {longest_job(workdir)}"
+        f"job-seconds of {shape['tail_rules']}); longest job {longest_job(jobs)}"
     )
 
 
-def gn_seconds(workdir: Path) -> pd.DataFrame:
-    """Jobs and job-seconds per GN part: each sweep and table (a file under
-    results/benchmarks/gn), each part on saved weights (a folder there: one job per trial)."""
-    root = workdir / "results" / "benchmarks" / "gn"
-    rows = [
-        {
-            "part": bench.relative_to(root).parts[0].removesuffix(".tsv"),
-            "seconds": float(pd.read_csv(bench, sep="\t").iloc[0]["s"]),
-        }
-        for bench in root.rglob("*.tsv")
-    ]
-    if not rows:
+def gn_seconds(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs and job-seconds per GN part, from :func:`job_intervals`: each sweep and table (a
+    file under results/benchmarks/gn), each part on saved weights (a folder there: one job
+    per trial)."""
+    gn = jobs[jobs["rule"] == "gn"]
+    if gn.empty:
         return pd.DataFrame(columns=["jobs", "seconds"])
-    table = pd.DataFrame(rows).groupby("part")["seconds"].agg(jobs="size", seconds="sum")
+    parts = gn["path"].map(lambda path: path.parts[1].removesuffix(".tsv"))
+    table = gn.groupby(parts.rename("part"))["seconds"].agg(jobs="size", seconds="sum")
     return table.sort_values("seconds", ascending=False)
 
 
@@ -208,7 +193,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.shape:
-        print_shape(args.shape, args.cores)
+        print_shape(job_intervals(args.shape), args.cores)
         return
     root = args.workdir or Path(tempfile.mkdtemp(prefix="matcond-bench-"))
     config = yaml.safe_load(args.config.read_text())
@@ -227,17 +212,18 @@ def main() -> None:
         jobs["overhead"] = jobs["wall"] - jobs["compute"]
         report(mode, wall, jobs, args.cores)
         print("job-seconds per rule (results/benchmarks):")
-        per_rule = rule_seconds(workdir)
+        intervals = job_intervals(workdir)
+        per_rule = rule_seconds(intervals)
         print(per_rule.round(1).to_string())
         busy = per_rule["seconds"].sum()
         print(
             f"job-seconds {busy:.1f} of {wall * args.cores:.1f} core-seconds (wall x cores): "
             f"{1 - busy / (wall * args.cores):.0%} outside jobs (Snakemake, start-up, idle "
-            f"cores); longest job {longest_job(workdir)}"
+            f"cores); longest job {longest_job(intervals)}"
         )
-        print_shape(workdir, args.cores)
+        print_shape(intervals, args.cores)
         print("GN job-seconds per part (results/benchmarks/gn):")
-        print(gn_seconds(workdir).round(1).to_string())
+        print(gn_seconds(intervals).round(1).to_string())
         results[mode] = (wall, jobs)
     if len(results) == 2:
         (wall_a, jobs_a), (wall_b, jobs_b) = results["process"], results["server"]
