@@ -15,7 +15,10 @@ and prints per mode:
   the share of core-seconds spent outside jobs, and the longest job;
 - the run's shape, from each job's benchmark file (written as the job ends, its seconds
   before that it started): the span of the jobs, idle core-seconds, span / (job-seconds /
-  cores) and the serial tail (the end of the run with fewer jobs than cores);
+  cores), the serial tail (the end of the run with fewer jobs than cores) and the critical
+  path (the chain of jobs, each needing the one before, that holds the most job-seconds: no
+  number of cores makes the run shorter; from the jobs' inputs and outputs in Snakemake's
+  logs of the run);
 and the ratios between the two modes.
 
     python benchmarks/workflow_bench.py --experiments exp1_dimension exp2_optimizer
@@ -39,6 +42,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 # job_server per mode: a process per job, or jobs forked from the job server
 MODES = {"process": False, "server": True}
+BENCHMARKS = "results/benchmarks/"
 
 
 def run_workflow(workdir: Path, config: dict, cores: int) -> float:
@@ -105,6 +109,45 @@ def longest_job(jobs: pd.DataFrame) -> str:
     return f"{row['path']} ({row['seconds']:.1f} s)"
 
 
+def job_files(log_text: str) -> dict[Path, tuple[list[str], list[str]]]:
+    """Per job of a Snakemake log (keyed by its benchmark file, relative to
+    results/benchmarks, as :func:`job_intervals` keys it), its input and output files. A job
+    listed again (a later run's log) replaces the earlier listing."""
+    jobs, fields = {}, None
+    for line in log_text.splitlines():
+        if re.fullmatch(r"(?:local)?rule \S+:", line):
+            fields = {"input": [], "output": [], "benchmark": []}
+        elif fields is not None and line.startswith("    "):
+            key, _, value = line.strip().partition(": ")
+            if key in fields:
+                fields[key] = value.split(", ")
+            bench = [f for f in fields["benchmark"] + fields["output"] if f.startswith(BENCHMARKS)]
+            if bench:
+                key = Path(bench[0]).relative_to(BENCHMARKS)
+                jobs[key] = (fields["input"], fields["output"])
+        else:
+            fields = None
+    return jobs
+
+
+def critical_path(files: dict[Path, tuple[list[str], list[str]]], jobs: pd.DataFrame) -> list:
+    """The chain of jobs (benchmark files, first to last), each with an input that the one
+    before wrote, whose seconds (:func:`job_intervals`) sum to the most; ``files`` from
+    :func:`job_files`. A job without a benchmark file counts 0 s."""
+    seconds = dict(zip(jobs["path"], jobs["seconds"], strict=True))
+    writer = {out: key for key, (_, outputs) in files.items() for out in outputs}
+    longest: dict[Path, tuple[float, list]] = {}
+
+    def chain(key: Path) -> tuple[float, list]:
+        if key not in longest:
+            before = {writer[f] for f in files[key][0] if f in writer and writer[f] != key}
+            best = max((chain(k) for k in before), default=(0.0, []), key=lambda c: c[0])
+            longest[key] = (best[0] + seconds.get(key, 0.0), [*best[1], key])
+        return longest[key]
+
+    return max((chain(k) for k in files), default=(0.0, []), key=lambda c: c[0])[1]
+
+
 def run_shape(jobs: pd.DataFrame, cores: int) -> dict[str, float]:
     """From :func:`job_intervals`: the span from the first job's start to the last one's end,
     the job-seconds, the idle core-seconds in the span, span / (job-seconds / cores) (1 is
@@ -129,8 +172,10 @@ def run_shape(jobs: pd.DataFrame, cores: int) -> dict[str, float]:
     }
 
 
-def print_shape(jobs: pd.DataFrame, cores: int) -> None:
-    """Print the run's shape (:func:`run_shape`) and its longest job."""
+def print_shape(workdir: Path, cores: int) -> None:
+    """Print the shape (:func:`run_shape`) of the run in ``workdir``, its longest job and its
+    critical path (:func:`critical_path`)."""
+    jobs = job_intervals(workdir)
     shape = run_shape(jobs, cores)
     print(
         f"shape on {cores} cores: {shape['span_s']:.1f} s from the first job's start to the "
@@ -139,6 +184,13 @@ def print_shape(jobs: pd.DataFrame, cores: int) -> None:
         f"tail {shape['tail_s']:.1f} s (fewer jobs than cores; {shape['tail_job_s']:.1f} "
         f"job-seconds of {shape['tail_rules']}); longest job {longest_job(jobs)}"
     )
+    logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
+    files = job_files("\n".join(log.read_text() for log in logs))
+    path = critical_path(files, jobs)
+    seconds = jobs.set_index("path")["seconds"]
+    steps = " -> ".join(f"{p} ({seconds.get(p, 0.0):.1f} s)" for p in path)
+    total = sum(seconds.get(p, 0.0) for p in path)
+    print(f"critical path {total:.1f} s, {total / shape['span_s']:.0%} of the span: {steps}")
 
 
 def gn_seconds(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -193,7 +245,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.shape:
-        print_shape(job_intervals(args.shape), args.cores)
+        print_shape(args.shape, args.cores)
         return
     root = args.workdir or Path(tempfile.mkdtemp(prefix="matcond-bench-"))
     config = yaml.safe_load(args.config.read_text())
@@ -221,7 +273,7 @@ def main() -> None:
             f"{1 - busy / (wall * args.cores):.0%} outside jobs (Snakemake, start-up, idle "
             f"cores); longest job {longest_job(intervals)}"
         )
-        print_shape(intervals, args.cores)
+        print_shape(workdir, args.cores)
         print("GN job-seconds per part (results/benchmarks/gn):")
         print(gn_seconds(intervals).round(1).to_string())
         results[mode] = (wall, jobs)
