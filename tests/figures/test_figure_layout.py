@@ -176,3 +176,18 @@ def test_an_artist_beyond_the_canvas_is_in_the_png(tmp_path):
     saved, reference, width = drawn_twice(tmp_path, outside=True)
     assert saved.shape[1] > width + 50  # the text beyond the right edge is in
     assert saved.shape == reference.shape and np.array_equal(saved, reference)
+
+
+def test_save_draws_the_figure_twice_once_per_format(tmp_path, monkeypatch):
+    """The layout check's Agg draw gives the PNG; the PDF is the only other draw (a layout
+    engine left on the figure, even a placeholder, makes ``savefig`` draw it once more
+    before it writes)."""
+    fig, axes = figure(ncols=2, width=3.0, height=2.0)
+    for ax in axes[0]:
+        ax.semilogy([1, 2, 3], [1e-3, 1e-1, 10.0], label="a line")
+        labelled(ax)
+    draws = []
+    original = type(fig).draw
+    monkeypatch.setattr(type(fig), "draw", lambda self, r: draws.append(r) or original(self, r))
+    save(fig, str(tmp_path / "f.png"), str(tmp_path / "f.pdf"))
+    assert [type(r).__name__ for r in draws] == ["RendererAgg", "MixedModeRenderer"]  # PDF

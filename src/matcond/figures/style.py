@@ -138,13 +138,16 @@ def save(fig: plt.Figure, png: str, pdf: str) -> None:
     The check's draw lays the figure out and renders it at :data:`DPI` (the figure's own dpi,
     see :func:`figure`): the PNG is that image cropped to the tight bounding box (what
     ``bbox_inches="tight"`` would find), and the PDF keeps that layout and box, so the figure
-    is laid out once and drawn twice (PNG and PDF) instead of 5 times.
+    is laid out once and drawn twice (PNG and PDF) instead of 5 times. The layout engine is
+    then removed (``None``; ``"none"`` leaves a placeholder engine, for which ``savefig`` draws
+    the figure once more before it writes).
     """
     for problem in layout_problems(fig):
         print(f"layout: {problem}", file=sys.stderr)
     tight = fig.get_tightbbox(fig.canvas.get_renderer())
     bbox = tight.padded(plt.rcParams["savefig.pad_inches"])
-    fig.set_layout_engine("none")
+    with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)  # what these rcParams would otherwise put in its place
     _write_drawn_png(fig, tight, bbox, png)
     fig.savefig(pdf, bbox_inches=bbox, metadata={"CreationDate": None})
     plt.close(fig)
