@@ -6,12 +6,7 @@ min_version("9.0")
 
 
 # The paper config runs unless --configfile names others: then exactly what they list runs
-# (several files merge in order; --config overrides single keys either way).
-if not workflow.config_settings.configfiles:
-
-    configfile: f"{workflow.basedir}/config/config.yaml"
-
-
+# (several files merge in order; --config overrides single keys either way): common.smk.
 report: "workflow/report/workflow.rst"
 
 
