@@ -418,11 +418,19 @@ def test_report_opens_on_the_scorecard_and_its_claims_page_fits_1280px(
 
 @needs_chromium
 def test_a_landing_count_opens_its_claims_and_a_claim_shows_its_figure(report, browser_page):
-    """On the report's landing page, in Chromium: a verdict's count opens the list of those
-    claims (as many as it says), and a figure named under a claim shows that figure's image
-    with its caption panel, in one click each."""
+    """On the report's landing page, in Chromium: a finding's claim opens the folded list that
+    holds it, a verdict's count opens the list of those claims (as many as it says), and a
+    figure named under a claim shows that figure's image with its caption panel, in one click
+    each."""
     page, errors = browser_page
     page.goto(report.as_uri())
+    finding = page.locator("li.finding a").last
+    finding.wait_for()
+    claim = page.locator(f"li[id='claim-{finding.inner_text()}']")
+    assert not claim.is_visible()
+    finding.click()
+    assert claim.is_visible() and claim.evaluate("e => e.closest('details').open")
+    page.goto(report.as_uri())  # every list folded again
     cell = page.locator("table.scorecard td[data-verdict]:not([data-verdict='claims']) a").first
     cell.wait_for()
     count = int(cell.inner_text())

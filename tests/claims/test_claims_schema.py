@@ -286,6 +286,16 @@ MISTAKES = {
         "calibration: no claim 'exp1_kapa_d32'",
         "(did you mean 'exp1_kappa_d32'?)",
     ),
+    "a finding's claim misspelt": (
+        lambda claims: claims["findings"][1]["claims"].append("exp1_kappa_d521"),
+        "finding #2: no claim 'exp1_kappa_d521'",
+        "(did you mean 'exp1_kappa_d512'?)",
+    ),
+    "a finding without claims": (
+        lambda claims: claims["findings"][0].update(claims=[]),
+        "findings.0.claims: [] should be non-empty",
+        "",
+    ),
 }
 
 
@@ -317,7 +327,7 @@ def test_every_component_a_trial_records_is_known(spec):
     assert {"sigma_4", "grad_sigma_1", "effective_rank_t0.01"} <= set(names)
     claims = copy.deepcopy(CLAIMS)
     template = by_id(claims, "exp1_kappa_d32")
-    del claims["calibration"]  # it names claims this list does not hold
+    del claims["calibration"], claims["findings"]  # they name claims this list does not hold
     claims["claims"] = [
         {**template, "claim_id": f"c{i}", "filter": {"component": name}}
         for i, name in enumerate(names)

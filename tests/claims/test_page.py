@@ -140,7 +140,7 @@ def test_each_landing_count_opens_the_list_of_its_claims_and_a_claim_links_its_f
         group_id = f"claims-{source.replace(' ', '-')}-{verdict.replace(' ', '-')}"
         assert f"getElementById(&#39;{group_id}&#39;)" in href and ".open = true" in href
         group = re.search(rf'<details id="{group_id}"[^>]*>(.*?)</details>', card, re.S)
-        assert group and group.group(1).count("<li>") == int(count)
+        assert group and len(re.findall(r"<li\b", group.group(1))) == int(count)
         opened += 1
     assert opened == 3  # reproduced, inconclusive (condition-number paper), not comparable
     figure = re.findall(r'<a href="(javascript:void app\.setView[^"]+)">([^<]+)</a>', card)
@@ -184,3 +184,27 @@ def test_the_verdict_filter_shows_the_claims_of_one_verdict(tmp_path):
         assert page.locator("table.claims tbody tr:visible").count() == 3
         browser.close()
     assert errors == []
+
+
+def test_the_findings_show_each_claim_with_its_verdict_and_open_it_below():
+    """Each question with its claims (statement, the paper's value, ours, verdict badge) and
+    a link that opens the folded list holding that claim; a claim the table lacks is left
+    out, and so is a question left without claims; the question is text."""
+    findings = [
+        {"question": HOSTILE, "claims": ["a1", "c1", "gone"]},
+        {"question": "Only gone?", "claims": ["gone"]},
+    ]
+    card = landing_scorecard(claims_table(), {}, findings)
+    items = re.findall(r'<li class="finding">(.*?)</li>', card, re.S)
+    assert len(items) == 1 and "Only gone?" not in card
+    assert "&lt;script&gt;" in items[0] and "<script>" not in card
+    links = re.findall(r'<a href="(javascript:[^"]+)">([^<]+)</a>', items[0])
+    assert [label for _, label in links] == ["a1", "c1"]
+    for href, claim_id in links:
+        assert f"getElementById(&#39;claim-{claim_id}&#39;).closest(&#39;details&#39;)" in href
+        assert re.search(
+            rf'<details id="[^"]+"[^>]*>(?:(?!</details>).)*<li id="claim-{claim_id}"', card, re.S
+        )
+    badges = re.findall(r'<span class="verdict"[^>]*>([^<]+)</span>', items[0])
+    assert badges == ["reproduced", "not comparable"]
+    assert "paper 0.27, ours 0.25 [0.21, 0.3]" in items[0]

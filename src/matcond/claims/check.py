@@ -245,6 +245,12 @@ def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIM
     for name in [*calibration.get("facts", []), *filter(None, [calibration.get("kappa")])]:
         if name not in ids:
             raise ConfigError(f"{file}: calibration: no claim {name!r}" + did_you_mean(name, ids))
+    for number, finding in enumerate(claims.get("findings", []), 1):
+        for name in finding["claims"]:
+            if name not in ids:
+                raise ConfigError(
+                    f"{file}: finding #{number}: no claim {name!r}" + did_you_mean(name, ids)
+                )
     for table, entry in claims.get("heavy_tail", {}).items():
         prefix = f"{file}: heavy_tail: {table}: "
         _check_table(table, experiments, prefix)

@@ -200,12 +200,46 @@ def _show_figure(figure: str) -> str:
     )
 
 
-def landing_scorecard(table: pd.DataFrame, figures: Mapping[str, list[str]] | None = None) -> str:
-    """``results/scorecard.html``: the report's landing page's scorecard, then per source and
-    verdict the list of those claims (folded; a count opens its list), each with the paper's
-    value, ours and links that show its figures (``figures``: per claim the figures drawn
-    from its table)."""
+def _open_claim(claim_id: str) -> str:
+    """A link's target that opens the folded list holding claim ``claim_id`` on the landing
+    page and scrolls to it."""
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", claim_id):  # the claims schema's claim_id
+        raise ValueError(f"not a claim id: {claim_id!r}")
+    item = f"document.getElementById('claim-{claim_id}')"
+    return f"javascript:void({item}.closest('details').open = true, {item}.scrollIntoView())"
+
+
+def landing_scorecard(
+    table: pd.DataFrame,
+    figures: Mapping[str, list[str]] | None = None,
+    findings: list[dict] | None = None,
+) -> str:
+    """``results/scorecard.html``: the report's landing page's scorecard; the findings
+    (``findings``, claims.yaml's: each question with the claims that answer it, their
+    paper's value, ours and verdict, linked to the claim below); then per source and verdict
+    the list of those claims (folded; a count opens its list), each with the paper's value,
+    ours and links that show its figures (``figures``: per claim the figures drawn from its
+    table)."""
     figures = figures or {}
+    by_id = {row.claim_id: row for row in table.itertuples(index=False)}
+
+    def shown(row) -> dict:
+        return {
+            "claim_id": row.claim_id,
+            "statement": row.statement,
+            "paper": str(row.paper_value),
+            "ours": _estimate(row.measured, row.ci_low, row.ci_high),
+            "verdict": row.verdict,
+            "href": _open_claim(row.claim_id),
+        }
+
+    answered = [
+        {
+            "question": finding["question"],
+            "claims": [shown(by_id[c]) for c in finding["claims"] if c in by_id],
+        }
+        for finding in findings or []
+    ]
 
     def open_list(source: str, verdict: str) -> str:
         if verdict == "claims":
@@ -222,10 +256,7 @@ def landing_scorecard(table: pd.DataFrame, figures: Mapping[str, list[str]] | No
                 continue
             claims = [
                 {
-                    "statement": row.statement,
-                    "claim_id": row.claim_id,
-                    "paper": str(row.paper_value),
-                    "ours": _estimate(row.measured, row.ci_low, row.ci_high),
+                    **shown(row),
                     "figures": [
                         (figure_title(f), _show_figure(f)) for f in figures.get(row.claim_id, [])
                     ],
@@ -240,4 +271,6 @@ def landing_scorecard(table: pd.DataFrame, figures: Mapping[str, list[str]] | No
                     "claims": claims,
                 }
             )
-    return TEMPLATES.get_template("scorecard.html").render(card=card, groups=groups)
+    return TEMPLATES.get_template("scorecard.html").render(
+        card=card, findings=[f for f in answered if f["claims"]], groups=groups
+    )
