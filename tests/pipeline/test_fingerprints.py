@@ -1,6 +1,7 @@
 """Code fingerprints follow the import graph of each rule's job module
 (matcond.pipeline.fingerprints)."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -8,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from matcond.pipeline.fingerprints import PACKAGE_DIR, code_fingerprint, dependencies
+from matcond.pipeline.fingerprints import (
+    PACKAGE_DIR,
+    _statements,
+    code_fingerprint,
+    dependencies,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 JOBS = sorted((PACKAGE_DIR / "jobs").glob("[!_]*.py"))
@@ -16,6 +22,26 @@ JOBS = sorted((PACKAGE_DIR / "jobs").glob("[!_]*.py"))
 
 def modules(script: Path) -> set[str]:
     return {str(p.relative_to(PACKAGE_DIR)) for p in dependencies(script)}
+
+
+def test_the_statement_walk_finds_every_import_that_ast_walk_finds():
+    """In every module of the package and a made-up one with imports in every kind of body."""
+    made_up = (
+        "import a\nif x:\n    import b\nelse:\n    import c\n"
+        "try:\n    import d\nexcept E:\n    import e\nelse:\n    import f\n"
+        "finally:\n    import g\nfor i in j:\n    import h\nelse:\n    import k\n"
+        "while y:\n    import m\nwith z:\n    import n\n"
+        "match v:\n    case 1:\n        import o\n"
+        "class C:\n    def f(self):\n        async def g():\n            from . import p\n"
+    )
+    sources = [p.read_text() for p in PACKAGE_DIR.rglob("*.py")] + [made_up]
+    for source in sources:
+        tree = ast.parse(source)
+        imports = (ast.Import, ast.ImportFrom)
+        walked = [n for n in ast.walk(tree) if isinstance(n, imports)]
+        stated = [n for n in _statements(tree.body) if isinstance(n, imports)]
+        assert {id(n) for n in stated} == {id(n) for n in walked}
+    assert len(walked) == 13  # the made-up module's: a to p but i, j, l
 
 
 def test_training_depends_on_what_computes_a_trial_and_not_on_how_it_runs():
