@@ -26,24 +26,10 @@ import matplotlib
 
 matplotlib.use("agg")
 
-import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from matcond.figures.drawing import drawing  # noqa: E402
-from matcond.figures.overview import entry  # noqa: E402
-from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: E402
-from matcond.pipeline.files import read_parquet  # noqa: E402
-
-
-def figure_tables(results: Path, name: str) -> dict[str, pd.DataFrame]:
-    """The tables figure ``name`` draws, as the plot job reads them, from ``results``."""
-    figure = entry(name)
-    names = [*figure.experiments, *figure.optional, *figure.tables]
-    paths = {n: results / "tables" / f"{n}.parquet" for n in names}
-    paths |= {f"{n}_per_trial": results / "per_trial" / f"{n}.parquet" for n in figure.per_trial}
-    tables = {n: read_parquet(p) for n, p in paths.items() if p.exists()}
-    tables[PAPER_VALUES] = pd.DataFrame([])
-    return tables
+from matcond.figures.drawing import drawing, finished_tables  # noqa: E402
+from matcond.figures.style import warm_up  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -78,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     results = args.run / "results"
     names = sorted(p.stem for p in (results / "figures").glob("*.png"))
-    jobs = [(name, figure_tables(results, name)) for name in names]
+    jobs = [(name, finished_tables(results, name)) for name in names]
     warm_up()  # as the job server does before it forks a plot job
     seconds, placeholder = {}, {}
     with tempfile.TemporaryDirectory() as out:

@@ -172,10 +172,9 @@ def run_shape(jobs: pd.DataFrame, cores: int) -> dict[str, float]:
     }
 
 
-def print_shape(workdir: Path, cores: int) -> None:
-    """Print the shape (:func:`run_shape`) of the run in ``workdir``, its longest job and its
-    critical path (:func:`critical_path`)."""
-    jobs = job_intervals(workdir)
+def print_shape(workdir: Path, jobs: pd.DataFrame, cores: int) -> None:
+    """Print the shape (:func:`run_shape`) of the run in ``workdir`` (its jobs: ``jobs``, from
+    :func:`job_intervals`), its longest job and its critical path (:func:`critical_path`)."""
     shape = run_shape(jobs, cores)
     print(
         f"shape on {cores} cores: {shape['span_s']:.1f} s from the first job's start to the "
@@ -245,7 +244,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.shape:
-        print_shape(args.shape, args.cores)
+        print_shape(args.shape, job_intervals(args.shape), args.cores)
         return
     root = args.workdir or Path(tempfile.mkdtemp(prefix="matcond-bench-"))
     config = yaml.safe_load(args.config.read_text())
@@ -271,9 +270,9 @@ def main() -> None:
         print(
             f"job-seconds {busy:.1f} of {wall * args.cores:.1f} core-seconds (wall x cores): "
             f"{1 - busy / (wall * args.cores):.0%} outside jobs (Snakemake, start-up, idle "
-            f"cores); longest job {longest_job(intervals)}"
+            "cores)"
         )
-        print_shape(workdir, args.cores)
+        print_shape(workdir, intervals, args.cores)
         print("GN job-seconds per part (results/benchmarks/gn):")
         print(gn_seconds(intervals).round(1).to_string())
         results[mode] = (wall, jobs)

@@ -550,9 +550,7 @@ def test_every_figure_draws_without_the_papers_values(finished, tmp_path, monkey
     import matplotlib.pyplot as plt
 
     from matcond.figures import style
-    from matcond.figures.drawing import drawing
-    from matcond.figures.style import PAPER_VALUES
-    from matcond.pipeline.files import read_parquet
+    from matcond.figures.drawing import drawing, finished_tables
 
     drawn = {}
 
@@ -566,13 +564,6 @@ def test_every_figure_draws_without_the_papers_values(finished, tmp_path, monkey
     monkeypatch.setattr(style, "save", draw)  # what an overview imports when it draws
     results = finished / "results"
     for name in DRAWN:
-        figure = entry(name)
-        names = [*figure.experiments, *figure.optional, *figure.tables]
-        tables = {n: results / "tables" / f"{n}.parquet" for n in names}
-        tables |= {
-            f"{n}_per_trial": results / "per_trial" / f"{n}.parquet" for n in figure.per_trial
-        }
-        tables = {n: read_parquet(p) for n, p in tables.items() if p.exists()}
-        tables[PAPER_VALUES] = pd.DataFrame([])
+        tables = finished_tables(results, name)
         drawing(name)(tables, str(tmp_path / f"{name}.png"), str(tmp_path / f"{name}.pdf"))
         assert drawn.get(name, 0) > 10, name
