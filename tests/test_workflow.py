@@ -428,8 +428,9 @@ def test_a_landing_count_opens_its_claims_and_a_claim_shows_its_figure(report, b
     finding.wait_for()
     claim = page.locator(f"li[id='claim-{finding.inner_text()}']")
     assert not claim.is_visible()
-    finding.click()
-    assert claim.is_visible() and claim.evaluate("e => e.closest('details').open")
+    finding.click()  # a javascript: link runs as a task after the click returns: wait for it
+    claim.wait_for(state="visible")
+    assert claim.evaluate("e => e.closest('details').open")
     page.goto(report.as_uri())  # every list folded again
     cell = page.locator("table.scorecard td[data-verdict]:not([data-verdict='claims']) a").first
     cell.wait_for()
@@ -439,6 +440,7 @@ def test_a_landing_count_opens_its_claims_and_a_claim_shows_its_figure(report, b
     group = page.locator(f"details#claims-{source.replace(' ', '-')}-{verdict.replace(' ', '-')}")
     assert not group.evaluate("e => e.open")
     cell.click()
+    group.locator("li").first.wait_for(state="visible")
     assert group.evaluate("e => e.open")
     assert group.locator("li").count() == count and group.locator("li").first.is_visible()
     link = page.locator("details[open] li a").first
