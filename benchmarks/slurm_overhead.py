@@ -2,14 +2,15 @@
 block of seeds, and blocks grouped.
 
 Brings up the single-node test cluster (``tests/slurm/cluster.sh up``: root and the Debian
-SLURM packages; ``tests/slurm/cluster.sh install``), runs the small config (exp1_dimension,
-d in {4, 8}, ``--seeds`` seeds, 20 epochs, no Gauss-Newton sweeps) from an empty results/
-through ``profiles/slurm`` once per mode, and stops the cluster (``cluster.sh down``):
+SLURM packages; ``tests/slurm/cluster.sh install``), runs exp1_dimension alone over the grid
+``--dims`` x ``--lrs`` (``--seeds`` seeds per setting, ``--epochs`` epochs of ``--batch-size``,
+no Gauss-Newton sweeps) from an empty results/ through ``profiles/slurm`` once per mode
+(``--modes``), and stops the cluster (``cluster.sh down``):
 
 - ``per-trial``: ``block_size: 1`` and ``--group-components trials=1``, one SLURM job per
   trial (the workflow before blocks of seeds);
 - ``per-block``: ``--group-components trials=1``, one SLURM job per block of seeds
-  (``block_size``, 16 by default);
+  (``block_size``, 64 by default, at most the seeds of a setting);
 - ``grouped-no-server``: up to 16 blocks per job, each block's script in its own Python
   (``job_server: false``);
 - ``grouped``: the profile as it is (``trials=16``), the group job's blocks run by the job
@@ -19,14 +20,18 @@ Aggregation, plots and claims are one ``post`` job in both. Per mode it prints t
 wall time, the SLURM span of the trials (first submission to last end), and per trial:
 
 - job seconds: ``sacct`` ElapsedRaw of the trial jobs, summed and divided by the trials;
-- CPU seconds: the same weighted by AllocCPUS (a group job holds 2 CPUs);
+- CPU seconds: the same weighted by AllocCPUS (the CPUs SLURM allocated to the job);
 - compute: the in-process ``compute_seconds=`` (over its ``trials=``) that
   matcond.condition_number.run.run_block_job logs into ``results/logs/train/<block>.log``;
 - overhead = job (or CPU) seconds - compute: Snakemake's start and DAG in the job, ``srun``,
-  the Python start and imports (mostly ``import torch``: ~4 s of a ~4.3 s job locally).
+  the Python start and imports (mostly ``import torch``: ~4 s of a ~4.3 s job locally);
+- CPU/compute: allocated CPU seconds over the training's.
 
-    sudo .venv/bin/python benchmarks/slurm_overhead.py               # 4 trials per mode
-    sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 64    # 128 trials, 8 blocks
+    sudo .venv/bin/python benchmarks/slurm_overhead.py               # 4 tiny trials per mode
+    sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 64    # 128 trials, 2 blocks
+    # paper-default trials, 8 settings of 15 seeds: one group job of 8 blocks
+    sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 15 --dims 128 256 \
+        --lrs 0.01 0.005 0.002 0.001 --epochs 200 --batch-size 64 --modes grouped
 """
 
 from __future__ import annotations
@@ -58,11 +63,14 @@ MODES = {
 }
 
 
-def small_config(seeds: int) -> dict:
+def small_config(seeds: int, dims: list[int], lrs: list[float], epochs: int, batch: int) -> dict:
+    """exp1_dimension alone over ``dims`` x ``lrs``, ``seeds`` seeds per setting."""
     return {
         "device": "cpu",
-        "defaults": {"epochs": 20, "batch_size": 16, "dim": 8},
-        "experiments": {"exp1_dimension": {"grid": {"dim": [4, 8]}, "seeds": seeds}},
+        "defaults": {"epochs": epochs, "batch_size": batch, "dim": dims[-1]},
+        "experiments": {
+            "exp1_dimension": {"grid": {"dim": dims, "lr": lrs}, "seeds": seeds},
+        },
     }
 
 
@@ -134,6 +142,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, default=2, help="seeds per d (trials: 2 x seeds)")
+    parser.add_argument("--dims", type=int, nargs="+", default=[4, 8], help="the grid's d")
+    parser.add_argument("--lrs", type=float, nargs="+", default=[0.01], help="the grid's lr")
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument(
         "--port",
         type=int,
@@ -154,8 +167,11 @@ def main() -> None:
     results = {}
     try:
         env = client_env(state_dir)
-        config = yaml.safe_dump(small_config(args.seeds))
-        for mode, extra in MODES.items():
+        config = yaml.safe_dump(
+            small_config(args.seeds, args.dims, args.lrs, args.epochs, args.batch_size)
+        )
+        for mode in args.modes:
+            extra = MODES[mode]
             workdir = work_root / mode
             workdir.mkdir()
             (workdir / "config.yaml").write_text(config)
@@ -169,17 +185,22 @@ def main() -> None:
     shutil.rmtree(work_root, ignore_errors=True)
 
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    print(f"small config, {args.seeds} seeds x d in {{4, 8}}; {os.cpu_count()} CPUs, load {load}")
+    print(
+        f"{args.seeds} seeds x d in {args.dims} x lr in {args.lrs}, {args.epochs} epochs of "
+        f"batch {args.batch_size}; "
+        f"{os.cpu_count()} CPUs, load {load}"
+    )
     print(
         f"{'mode':<18} {'trials':>6} {'jobs':>5} {'wall s':>7} {'span s':>7} "
         f"{'job s/trial':>11} {'CPU s/trial':>11} {'compute s':>9} "
-        f"{'overhead (job) s':>16} {'overhead (CPU) s':>16}"
+        f"{'overhead (job) s':>16} {'overhead (CPU) s':>16} {'CPU/compute':>11}"
     )
     for mode, r in results.items():
         print(
             f"{mode:<18} {r['trials']:>6} {r['slurm_jobs']:>5} {r['wall']:>7.1f} "
             f"{r['span']:>7.0f} {r['job_s']:>11.2f} {r['cpu_s']:>11.2f} {r['compute_s']:>9.3f} "
-            f"{r['job_s'] - r['compute_s']:>16.2f} {r['cpu_s'] - r['compute_s']:>16.2f}"
+            f"{r['job_s'] - r['compute_s']:>16.2f} {r['cpu_s'] - r['compute_s']:>16.2f} "
+            f"{r['cpu_s'] / r['compute_s']:>11.2f}"
         )
     print("wall: the whole workflow (trials, then one post job); span: the trials in SLURM")
 
