@@ -41,7 +41,7 @@ from matcond.execution.jobserver import (
     connection_cap,
     execute,
     prepare,
-    slurm_group_jobs,
+    slurm_group_rules,
 )
 from matcond.pipeline.trials import Block, Trial
 
@@ -483,28 +483,50 @@ def test_the_warm_ups_leave_nothing_that_a_fork_would_break():
 
 def test_a_slurm_group_job_is_told_by_its_command_line():
     """The command line that snakemake-executor-plugin-slurm 2.8.0 puts in a group job's
-    sbatch --wrap (abridged), and the ones that must not start a server."""
+    sbatch --wrap (abridged) names the rule of each of its jobs; the ones that must not start
+    a server name none."""
     group = [
         "/venv/bin/python3", "-m", "snakemake", "--snakefile", "/repo/Snakefile",
-        "--target-jobs", "train:trial=linear/d8/seed1", "train:trial=linear/d4/seed0",
-        "train:trial=linear/d4/seed1", "--allowed-rules", "train", "--cores", "1",
+        "--target-jobs", "train:block=linear/d8/seeds0-1", "gn_trial:trial=linear/d4/seed0",
+        "train:block=linear/d4/seeds0-1", "--allowed-rules", "train", "--cores", "1",
         "--executor", "slurm-jobstep", "--jobs", "1", "--mode", "remote",
     ]  # fmt: skip
-    assert slurm_group_jobs(group) == 3
-    one = group[:7] + group[9:]  # a SLURM job of one trial (trials=1)
-    assert slurm_group_jobs(one) == 1
+    assert slurm_group_rules(group) == ["train", "gn_trial", "train"]
+    one = group[:7] + group[9:]  # a SLURM job of one block (trials=1)
+    assert slurm_group_rules(one) == ["train"]
     inner = group[:-6] + ["--mode", "remote"]  # the Snakemake that srun starts per job
-    assert slurm_group_jobs(inner) == 0
+    assert slurm_group_rules(inner) == []
     local = ["/venv/bin/snakemake", "--cores", "2", "--executor", "local"]
-    assert slurm_group_jobs(local) == slurm_group_jobs(["snakemake", "--executor"]) == 0
+    assert slurm_group_rules(local) == slurm_group_rules(["snakemake", "--executor"]) == []
     last = [*group[:5], "--executor", "slurm-jobstep", "--target-jobs", "a:", "b:"]
-    assert slurm_group_jobs(last) == 2
+    assert slurm_group_rules(last) == ["a", "b"]
     equals = [*group[:5], "--executor=slurm-jobstep", "--target-jobs", "a:", "b:", "--cores=1"]
-    assert slurm_group_jobs(equals) == 2
+    assert slurm_group_rules(equals) == ["a", "b"]
     attached = [*group[:5], "--executor=slurm-jobstep", "--target-jobs=a:", "--cores", "1"]
-    assert slurm_group_jobs(attached) == 1
+    assert slurm_group_rules(attached) == ["a"]
     other = [*group[:5], "--executor=local", "--target-jobs", "a:"]
-    assert slurm_group_jobs(other) == 0
+    assert slurm_group_rules(other) == []
+
+
+def test_a_server_for_some_rules_imports_their_job_modules_only():
+    """A SLURM group job's server (rules named) imports the job modules of those rules and
+    not the others (a group of training blocks does not load matplotlib); with no rules
+    named, every job module."""
+    code = (
+        "import sys\n"
+        "from matcond.execution.jobserver import prepare\n"
+        "prepare(warm_up=True, rules=sys.argv[1:])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('matcond.jobs.')),"
+        " 'matplotlib' in sys.modules)\n"
+    )
+    out = {
+        rules: subprocess.run(
+            [sys.executable, "-c", code, *rules], capture_output=True, text=True, check=True
+        ).stdout
+        for rules in [("train",), ()]
+    }
+    assert out[("train",)].strip() == "['matcond.jobs.train'] False"
+    assert "'matcond.jobs.plot'" in out[()] and out[()].strip().endswith("True")
 
 
 @pytest.mark.parametrize("threads", [1, 3])

@@ -96,9 +96,12 @@ def _script_safe(value: Any) -> Any:
     return value
 
 
-def job_params(rule: str, config: Mapping[str, Any], code: str, **params: Any) -> dict:
+def job_params(
+    rule: str, config: Mapping[str, Any], code: str | Callable[[Any], str], **params: Any
+) -> dict:
     """A rule's params: ``params`` (constants or functions of the wildcards) as Snakemake
-    shows them (:func:`_script_safe`), its ``code`` fingerprint, and ``job``, the JSON
+    shows them (:func:`_script_safe`), its ``code`` fingerprint (the same, or a function of
+    the wildcards), and ``job``, the JSON
     request its shell command sends (the params evaluated, Snakemake's ``Namedlist``
     objects as entries and named entries; :func:`script_safe_json`).
 

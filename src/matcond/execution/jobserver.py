@@ -91,20 +91,22 @@ SERVED_BY = "run by the job server, pid "  # a served job's log starts with it
 SERVER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
-def slurm_group_jobs(argv: Sequence[str]) -> int:
-    """How many jobs a Snakemake with command line ``argv`` runs as a SLURM group job: the
-    number of its ``--target-jobs`` if it runs them with executor ``slurm-jobstep`` (as the
-    Snakemake does that snakemake-executor-plugin-slurm's sbatch starts), else 0. Options
-    may be written ``--executor slurm-jobstep`` or ``--executor=slurm-jobstep``."""
+def slurm_group_rules(argv: Sequence[str]) -> list[str]:
+    """The rule of each job that a Snakemake with command line ``argv`` runs as a SLURM group
+    job: its ``--target-jobs`` (``rule:wildcards``) if it runs them with executor
+    ``slurm-jobstep`` (as the Snakemake does that snakemake-executor-plugin-slurm's sbatch
+    starts), else none. Options may be written ``--executor slurm-jobstep`` or
+    ``--executor=slurm-jobstep``."""
     args = []
     for arg in argv:  # --option=value -> --option value, as argparse reads it
         option, equals, value = arg.partition("=")
         args += [option, value] if equals and option in ("--executor", "--target-jobs") else [arg]
     executor = args[args.index("--executor") + 1 :][:1] if "--executor" in args else []
     if executor != ["slurm-jobstep"] or "--target-jobs" not in args:
-        return 0
+        return []
     after = args[args.index("--target-jobs") + 1 :]
-    return sum(1 for _ in itertools.takewhile(lambda arg: not arg.startswith("-"), after))
+    jobs = itertools.takewhile(lambda arg: not arg.startswith("-"), after)
+    return [job.partition(":")[0] for job in jobs]
 
 
 def _die_with_parent() -> None:
@@ -158,19 +160,21 @@ def _run_child(conn: socket.socket, job: dict) -> None:
         os._exit(status)
 
 
-def prepare(warm_up: bool) -> None:
-    """Import every job module (the imports every child shares) and, if ``warm_up``, run its
-    ``warm_up()``: what its jobs would each load (caches, lazy imports)."""
+def prepare(warm_up: bool, rules: Sequence[str] = ()) -> None:
+    """Import the job module of each rule in ``rules`` (every job module if none: the
+    imports every child shares) and, if ``warm_up``, run its ``warm_up()``: what its jobs
+    would each load (caches, lazy imports)."""
     import matcond.jobs
 
-    for job in pkgutil.iter_modules(matcond.jobs.__path__):
-        module = importlib.import_module(f"matcond.jobs.{job.name}")
+    for rule in rules or [job.name for job in pkgutil.iter_modules(matcond.jobs.__path__)]:
+        module = importlib.import_module(f"matcond.jobs.{rule}")
         if warm_up and hasattr(module, "warm_up"):
             module.warm_up()
 
 
-def serve(address: str, warm_up: bool) -> None:
-    """:func:`prepare`, listen on ``address``, fork one child per request."""
+def serve(address: str, warm_up: bool, rules: Sequence[str] = ()) -> None:
+    """:func:`prepare` (``rules``' job modules), listen on ``address``, fork one child per
+    request."""
     _die_with_parent()
     directory = os.path.dirname(address)
 
@@ -179,7 +183,7 @@ def serve(address: str, warm_up: bool) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    prepare(warm_up)
+    prepare(warm_up, rules)
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -314,9 +318,13 @@ class JobServer:
         self.published = f"{self.address}#{token}"  # what $MATCOND_JOB_SERVER holds
 
     @classmethod
-    def start(cls, timeout: float = STARTUP_SECONDS, warm_up: bool = True) -> JobServer | None:
+    def start(
+        cls, timeout: float = STARTUP_SECONDS, warm_up: bool = True, rules: Sequence[str] = ()
+    ) -> JobServer | None:
         """Start a server and wait until it listens; None (with a warning) if it does not.
-        ``warm_up=False`` for a run whose jobs use CUDA (:func:`prepare`)."""
+        ``warm_up=False`` for a run whose jobs use CUDA; ``rules``: the only rules whose jobs
+        it will serve, so the only job modules it imports first (:func:`prepare`); a job of
+        another rule still runs, after importing its module."""
         # /tmp, not the working directory: a socket path has at most 107 bytes
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
@@ -328,6 +336,7 @@ class JobServer:
                 "matcond.execution.jobserver",
                 str(directory / SOCKET),
                 "warm-up" if warm_up else "no-warm-up",
+                *sorted(set(rules)),
             ],
             stdout=subprocess.PIPE,
             env={**os.environ, **SERVER_THREADS, TOKEN_ENV: token},
@@ -358,4 +367,4 @@ class JobServer:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], warm_up=sys.argv[2] == "warm-up")
+    serve(sys.argv[1], warm_up=sys.argv[2] == "warm-up", rules=sys.argv[3:])
