@@ -96,19 +96,15 @@ def _script_safe(value: Any) -> Any:
     return value
 
 
-def job_params(
-    rule: str, config: Mapping[str, Any], code: str | Callable[[Any], str], **params: Any
-) -> dict:
+def job_params(rule: str, config: Mapping[str, Any], **params: Any) -> dict:
     """A rule's params: ``params`` (constants or functions of the wildcards) as Snakemake
-    shows them (:func:`_script_safe`), its ``code`` fingerprint (the same, or a function of
-    the wildcards), and ``job``, the JSON
-    request its shell command sends (the params evaluated, Snakemake's ``Namedlist``
-    objects as entries and named entries; :func:`script_safe_json`).
+    shows them (:func:`_script_safe`), and ``job``, the JSON request its shell command sends
+    (the params evaluated, Snakemake's ``Namedlist`` objects as entries and named entries;
+    :func:`script_safe_json`).
 
     ``job`` reads the job's inputs, outputs and threads, which makes it a *derived* param that
     Snakemake leaves out of its rerun trigger: the other params decide reruns, as before.
     """
-    params = {**params, "code": code}
 
     def evaluate(wildcards) -> dict[str, Any]:
         return {k: v(wildcards) if callable(v) else v for k, v in params.items()}
