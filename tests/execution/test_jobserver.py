@@ -40,7 +40,6 @@ from matcond.execution.jobserver import (
     JobServer,
     connection_cap,
     execute,
-    prepare,
     slurm_group_rules,
 )
 from matcond.pipeline.trials import Block, Trial
@@ -56,22 +55,6 @@ def server():
     assert started is not None
     yield started
     started.stop()
-
-
-def test_a_server_for_cuda_jobs_runs_no_warm_up(monkeypatch):
-    """The GN sweep's warm-up initialises the CUDA driver, after which every forked child
-    fails to use CUDA (seen on an H100): ``prepare(warm_up=False)`` (a ``device: cuda`` run)
-    imports the job modules and runs none of their warm-ups; ``warm_up=True`` runs them."""
-    import matcond.jobs.gn_sweep
-    import matcond.jobs.plot
-
-    called = []
-    for module in (matcond.jobs.gn_sweep, matcond.jobs.plot):
-        monkeypatch.setattr(module, "warm_up", lambda name=module.__name__: called.append(name))
-    prepare(warm_up=False)
-    assert called == []
-    prepare(warm_up=True)
-    assert sorted(called) == ["matcond.jobs.gn_sweep", "matcond.jobs.plot"]
 
 
 def request(rule: str, output: dict, log: Path, **fields) -> dict:
@@ -463,22 +446,82 @@ def test_a_run_through_the_server_writes_what_a_run_without_it_writes(tmp_path):
     assert [p for p in outputs[True] if outputs[True][p] != outputs[False][p]] == []
 
 
-def test_the_warm_ups_leave_nothing_that_a_fork_would_break():
-    """The server runs each job module's ``warm_up`` before it forks: none may start a thread
-    (a child would inherit its locks, not the thread) or initialise CUDA."""
-    code = (
-        "import importlib, pkgutil, threading, torch, matcond.jobs\n"
-        "names = [m.name for m in pkgutil.iter_modules(matcond.jobs.__path__)]\n"
-        "modules = [importlib.import_module(f'matcond.jobs.{n}') for n in names]\n"
-        "warmed = [m.__name__ for m in modules if hasattr(m, 'warm_up')]\n"
-        "for m in modules:\n"
-        "    getattr(m, 'warm_up', lambda: None)()\n"
-        "print(warmed, threading.active_count(), torch.cuda.is_initialized())\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    warmed, threads, cuda = out.stdout.rsplit(" ", 2)
-    assert "matcond.jobs.plot" in warmed and "matcond.jobs.gn_sweep" in warmed, warmed
-    assert (threads, cuda.strip()) == ("1", "False"), out.stdout
+# Loaded at the start of a server's Python (sitecustomize): autograd's engine as it is on a
+# machine where torch sees a GPU. There the first backward pass in a process starts the engine's
+# device threads, and a child forked after it fails every backward pass of its own; without a
+# GPU nothing shows, so a CPU run could not tell a server that breaks its children from one
+# that does not. With AUTOGRAD_AT_START set, the server runs a backward pass at its start.
+GPU_AUTOGRAD = """
+import os
+import torch
+from torch.autograd.variable import Variable
+
+
+class Engine:
+    def __init__(self, engine):
+        self.engine, self.started_in = engine, None
+
+    def run_backward(self, *args, **kwargs):
+        if self.started_in not in (None, os.getpid()):
+            raise RuntimeError(
+                "Unable to handle autograd's threading in combination with fork-based "
+                "multiprocessing (emulated)"
+            )
+        self.started_in = os.getpid()
+        return self.engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+
+Variable._execution_engine = Engine(Variable._execution_engine)
+if os.environ.get("AUTOGRAD_AT_START"):
+    torch.ones(1, requires_grad=True).sum().backward()
+"""
+
+
+@pytest.fixture
+def gpu_autograd(tmp_path, monkeypatch) -> None:
+    """Servers started from here load :data:`GPU_AUTOGRAD` first."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(GPU_AUTOGRAD)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), *sys.path]))
+
+
+def test_a_server_leaves_its_children_able_to_run_autograd(
+    gpu_autograd, spec, tmp_path, monkeypatch
+):
+    """A server started as a run starts it (every job module, every warm-up) serves a training
+    block, whose child runs backward passes, under autograd's fork rule of a GPU machine:
+    nothing before the fork ran one in the server (at a559056 the GN sweep's warm-up called
+    torch.func, and this training block failed as every job did on a GPU machine)."""
+    started = JobServer.start()
+    assert started is not None
+    try:
+        monkeypatch.setenv(ADDRESS_ENV, started.published)
+        block = job(spec, tmp_path, "served")
+        status = request_job(block)
+        assert status == 0, Path(block["log"]).read_text()[-2000:]
+        assert trial_file(block, spec["seed"], ".parquet").exists()
+    finally:
+        started.stop()
+
+
+def test_a_server_whose_children_cannot_run_autograd_does_not_start(
+    gpu_autograd, monkeypatch, capfd
+):
+    """A server that ran a backward pass before forking (what a warm-up that computes with
+    torch does on a GPU machine) finds it with its probe child, does not start, and says why:
+    every job then runs in its own process."""
+    monkeypatch.setenv("AUTOGRAD_AT_START", "1")
+    assert JobServer.start(rules=["train"]) is None
+    err = capfd.readouterr().err
+    assert (
+        "job server did not start (a forked child cannot run torch (RuntimeError: Unable to "
+        "handle autograd's threading in combination with fork-based multiprocessing "
+        "(emulated))): every job runs in its own process"
+    ) in err, err
 
 
 def test_a_slurm_group_job_is_told_by_its_command_line():
@@ -511,13 +554,14 @@ def test_a_slurm_group_job_is_told_by_its_command_line():
 def test_a_server_for_some_rules_imports_their_job_modules_only():
     """A SLURM group job's server (rules named) imports the job modules of those rules and
     not the others (a group of training blocks does not load matplotlib); with no rules
-    named, every job module."""
+    named, every job module, and their warm-ups (the GN sweep's imports torch._dynamo, which
+    its first torch.func call would import in every job)."""
     code = (
         "import sys\n"
         "from matcond.execution.jobserver import prepare\n"
-        "prepare(warm_up=True, rules=sys.argv[1:])\n"
+        "prepare(rules=sys.argv[1:])\n"
         "print(sorted(m for m in sys.modules if m.startswith('matcond.jobs.')),"
-        " 'matplotlib' in sys.modules)\n"
+        " 'matplotlib' in sys.modules, 'torch._dynamo' in sys.modules)\n"
     )
     out = {
         rules: subprocess.run(
@@ -525,8 +569,8 @@ def test_a_server_for_some_rules_imports_their_job_modules_only():
         ).stdout
         for rules in [("train",), ()]
     }
-    assert out[("train",)].strip() == "['matcond.jobs.train'] False"
-    assert "'matcond.jobs.plot'" in out[()] and out[()].strip().endswith("True")
+    assert out[("train",)].strip() == "['matcond.jobs.train'] False False"
+    assert "'matcond.jobs.plot'" in out[()] and out[()].strip().endswith("True True")
 
 
 @pytest.mark.parametrize("threads", [1, 3])

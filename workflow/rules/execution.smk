@@ -31,7 +31,7 @@ def start_job_server(rules=()):
     os.environ.pop(ADDRESS_ENV, None)  # inherited: another run's server, not this one's
     own_environment = not workflow.deployment_settings.deployment_method
     if config["job_server"] and own_environment:
-        server = JobServer.start(warm_up=config["device"] == "cpu", rules=rules)
+        server = JobServer.start(rules=rules)
         if server is not None:
             os.environ[ADDRESS_ENV] = server.published
             JOB_SERVERS.append(server)

@@ -31,11 +31,15 @@ and the server forks a child that runs exactly what the job would have run in it
   :data:`matcond.execution.client.ANSWER_SECONDS` (hung). A request without the server's
   token (drawn per server, published with its address) is refused: the job runs in its own
   process (each run also drops an inherited ``$MATCOND_JOB_SERVER``).
-- The server never touches CUDA before forking (a CUDA context does not survive ``fork``);
-  each child initialises its own. The warm-ups are skipped when the run trains on a GPU
-  (``device: cuda``): the GN sweep's first ``torch.func`` call initialises the CUDA driver
-  without torch noticing (seen on an H100, torch 2.11: every child forked after it failed
-  with "CUDA error: initialization error"; docs/benchmarks.md, 2026-11-27).
+- Nothing the server runs before it forks may leave a state that a child cannot use: the
+  warm-ups only import or fill pure-Python caches (never a torch computation: on a machine
+  with a GPU, one backward pass in the server starts autograd's device threads, after which no
+  forked child can run a backward pass; a ``torch.func`` call starts the CUDA driver, after
+  which no child can use CUDA). By construction, not by care: before it listens, the server
+  forks one probe child that does what a job does with torch
+  (:func:`matcond.execution.forked.fork_problem`); if that fails, the server does not start
+  and says why in one line, and every job runs in its own process. The server is the same for
+  every ``device``.
 - Snakemake's ``benchmark:`` of a served job measures the waiting client: its wall time is
   the job's, its memory and CPU time are not (a training job writes its own benchmark).
 """
@@ -71,10 +75,12 @@ from matcond.execution.client import (
     TOKEN_ENV,
     job_from_request,
 )
+from matcond.execution.forked import fork_problem
 from matcond.execution.joblog import logging_to
 from matcond.pipeline.console import say
 
 READY = b"ready\n"
+OFF = b"off "  # then why, on the line the server prints instead of READY
 PREFIX = "matcond-jobs-"  # of the server's directory under the temp directory
 STARTUP_SECONDS = 120.0  # the longest a server may take to listen
 SOCKET = "jobs.sock"  # the server's socket, in its directory
@@ -160,21 +166,22 @@ def _run_child(conn: socket.socket, job: dict) -> None:
         os._exit(status)
 
 
-def prepare(warm_up: bool, rules: Sequence[str] = ()) -> None:
+def prepare(rules: Sequence[str] = ()) -> None:
     """Import the job module of each rule in ``rules`` (every job module if none: the
-    imports every child shares) and, if ``warm_up``, run its ``warm_up()``: what its jobs
-    would each load (caches, lazy imports)."""
+    imports every child shares) and run its ``warm_up()``, if it has one: what its jobs would
+    each load (lazy imports, pure-Python caches; never a torch computation)."""
     import matcond.jobs
 
     for rule in rules or [job.name for job in pkgutil.iter_modules(matcond.jobs.__path__)]:
         module = importlib.import_module(f"matcond.jobs.{rule}")
-        if warm_up and hasattr(module, "warm_up"):
+        if hasattr(module, "warm_up"):
             module.warm_up()
 
 
-def serve(address: str, warm_up: bool, rules: Sequence[str] = ()) -> None:
-    """:func:`prepare` (``rules``' job modules), listen on ``address``, fork one child per
-    request."""
+def serve(address: str, rules: Sequence[str] = ()) -> None:
+    """:func:`prepare` (``rules``' job modules), probe a fork (:func:`fork_problem`: if a
+    child cannot run torch, print why after :data:`OFF` and exit), listen on ``address``, fork
+    one child per request."""
     _die_with_parent()
     directory = os.path.dirname(address)
 
@@ -183,7 +190,11 @@ def serve(address: str, warm_up: bool, rules: Sequence[str] = ()) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    prepare(warm_up, rules)
+    prepare(rules)
+    if problem := fork_problem():
+        sys.stdout.buffer.write(OFF + problem.encode() + b"\n")
+        sys.stdout.flush()
+        stop()
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends server and children quietly
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -318,13 +329,11 @@ class JobServer:
         self.published = f"{self.address}#{token}"  # what $MATCOND_JOB_SERVER holds
 
     @classmethod
-    def start(
-        cls, timeout: float = STARTUP_SECONDS, warm_up: bool = True, rules: Sequence[str] = ()
-    ) -> JobServer | None:
-        """Start a server and wait until it listens; None (with a warning) if it does not.
-        ``warm_up=False`` for a run whose jobs use CUDA; ``rules``: the only rules whose jobs
-        it will serve, so the only job modules it imports first (:func:`prepare`); a job of
-        another rule still runs, after importing its module."""
+    def start(cls, timeout: float = STARTUP_SECONDS, rules: Sequence[str] = ()) -> JobServer | None:
+        """Start a server and wait until it listens; None (with a warning, which says why
+        where the server could) if it does not. ``rules``: the only rules whose jobs it will
+        serve, so the only job modules it imports first (:func:`prepare`); a job of another
+        rule still runs, after importing its module."""
         # /tmp, not the working directory: a socket path has at most 107 bytes
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
@@ -335,7 +344,6 @@ class JobServer:
                 "-m",
                 "matcond.execution.jobserver",
                 str(directory / SOCKET),
-                "warm-up" if warm_up else "no-warm-up",
                 *sorted(set(rules)),
             ],
             stdout=subprocess.PIPE,
@@ -348,8 +356,9 @@ class JobServer:
         server = cls(process, directory, token)
         if ready != [READY]:
             server.stop()
-            message = "job server did not start: every job runs in its own process"
-            say(message)
+            line = ready[0].decode(errors="replace").strip() if ready else ""
+            why = f" ({line.removeprefix(OFF.decode())})" if line.startswith(OFF.decode()) else ""
+            say(f"job server did not start{why}: every job runs in its own process")
             return None
         return server
 
@@ -367,4 +376,4 @@ class JobServer:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], warm_up=sys.argv[2] == "warm-up", rules=sys.argv[3:])
+    serve(sys.argv[1], rules=sys.argv[2:])

@@ -19,6 +19,7 @@ sweep's ``n = 128``, ``d = 64``, ``k = 10`` than the ``nk x p`` Jacobian itself.
 
 from __future__ import annotations
 
+import importlib
 import time
 
 import torch
@@ -34,9 +35,11 @@ AFFINE_RESIDUAL = 1e3 * EPS
 
 
 def warm_up() -> None:
-    """Call ``torch.func`` once: its first call imports ``torch._dynamo`` (~1 s), which a job
-    server then does once for all the jobs it forks instead of once per job."""
-    jacrev(torch.sin)(torch.zeros(1, dtype=torch.float64))
+    """Import what the first ``torch.func`` call imports (``torch._dynamo``, ~1.7 s), which a
+    job server then does once for all the jobs it forks instead of once per job. Only an
+    import: calling ``torch.func`` here would start autograd and the CUDA driver in the
+    server, which its forked children cannot use (:mod:`matcond.execution.jobserver`)."""
+    importlib.import_module("torch._dynamo")
 
 
 def network_jacobian(model: nn.Module, x: ArrayLike) -> torch.Tensor:
