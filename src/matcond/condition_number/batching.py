@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-BATCH_ELEMENTS = 1 << 16  # chosen by benchmarks/batch_bench.py (docs/benchmarks.md)
+BATCH_ELEMENTS = 1 << 18  # chosen by benchmarks/train_floor.py --side (docs/benchmarks.md)
 BASE_MB = 1000  # torch itself and the job's own copies (about 300 MB measured), with room
 
 # Per model: the d x d matrices of its teacher (the ``target`` stage), of each other stage a

@@ -81,9 +81,15 @@ Teacher = Callable[[torch.Tensor], torch.Tensor]
 
 
 class Model(torch.nn.Module):
-    """Base: subclasses set ``layers`` (a ParameterList) and may add multiplier parameters."""
+    """Base: subclasses set ``layers`` (a ParameterList) and may add multiplier parameters.
+
+    ``residual_form``: the model is its one trained matrix W against a linear teacher W*, so
+    that a step's residual and gradient are R = X (W - W*)^T - eps and R^T X / B, two products
+    (:func:`matcond.condition_number.training.residual_step`); otherwise autograd computes them
+    from the model's function and its teacher's."""
 
     layers: torch.nn.ParameterList
+    residual_form = False
 
     def param_groups(self, lr: float, multiplier_lr_ratio: float) -> list[dict]:
         """Optimizer groups: the layers at ``lr``, multipliers at ``lr * multiplier_lr_ratio``."""
@@ -144,6 +150,8 @@ class Linear(Model):
     """y = W x; a strategy may wrap W (learnable multipliers,
     matcond.condition_number.strategies)."""
 
+    residual_form = True
+
     def __init__(self, w0: torch.Tensor):
         super().__init__()
         self.layers = torch.nn.ParameterList([w0])
@@ -158,6 +166,8 @@ class Linear(Model):
 
 class RowColumnMultipliers(Linear):
     """y = diag(r) W diag(c) x with learnable r, c (initialised to 1), as Velikanov et al."""
+
+    residual_form = False
 
     def __init__(self, w0: torch.Tensor):
         super().__init__(w0)
@@ -174,6 +184,8 @@ class RowColumnMultipliers(Linear):
 
 class SingularValueMultipliers(Linear):
     """y = U diag(m * s) V^T x with W = U diag(s) V^T and learnable m (initialised to 1)."""
+
+    residual_form = False
 
     def __init__(self, w0: torch.Tensor):
         super().__init__(w0)

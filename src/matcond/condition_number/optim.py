@@ -20,7 +20,7 @@ import torch
 
 
 def _grad(p: torch.Tensor, weight_decay: float) -> torch.Tensor:
-    return p.grad + weight_decay * p if weight_decay else p.grad
+    return torch.add(p.grad, p, alpha=weight_decay) if weight_decay else p.grad
 
 
 class SGD:
@@ -51,12 +51,12 @@ class SGD:
             for p in group["params"]:
                 d = _grad(p, group["weight_decay"])
                 if not self.momentum:
-                    p.sub_(group["lr"] * d)
+                    p.add_(d, alpha=-group["lr"])  # one pass, as torch.optim.SGD
                     continue
                 if (b := self.buffers.get(id(p))) is None:
                     b = self.buffers[id(p)] = d.clone()
-                else:
-                    b.mul_(self.momentum).add_(d)
+                else:  # b <- m b + d in one pass
+                    torch.add(d, b, alpha=self.momentum, out=b)
                 p.add_(d.add(b, alpha=self.momentum) if self.nesterov else b, alpha=-group["lr"])
 
 
