@@ -22,6 +22,7 @@ same on every device.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -230,13 +231,14 @@ def train(
         if strategy.after_epoch is not None:
             strategy.after_epoch(model, epoch, spec, target)
         finite = torch.stack([all_finite(p) for p in params]).all(dim=0).tolist()
+        epoch_losses = loss.detach().tolist()  # one transfer for every active trial
         stopped = []
         for position, i in enumerate(active):
-            losses[i] = float(loss[position].detach())
+            losses[i] = epoch_losses[position]
             if epoch == 1:
                 first_loss[i] = losses[i]
             exploded = losses[i] > spec["divergence_loss_ratio"] * first_loss[i] > 0
-            if exploded or not (np.isfinite(losses[i]) and finite[position]):
+            if exploded or not (math.isfinite(losses[i]) and finite[position]):
                 stopped.append(position)
         if stopped:
             snapshots = _snapshots(model)

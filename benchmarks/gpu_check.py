@@ -1,0 +1,183 @@
+"""The README's command on a GPU machine, bounded in time: what the GPU does in a real run.
+
+Run on the GPU machine through benchmarks/gpu_check.sh (which installs the wheels the
+machine lacks). It prints, in order:
+
+1. torch, CUDA and the GPU; whether a child forked after a backward pass in its parent can
+   run one (the hazard the job server avoids) and whether one forked from a process that ran
+   none can (:func:`matcond.execution.forked.fork_problem`);
+2. the float32 rates of the residual form's products, (B x d) @ (d x d) batched over 64
+   seeds at d = 512, on the GPU and on one CPU thread: the floors below;
+3. the README's command (``snakemake --cores all --resources gpu=1``, the paper config
+   unless other arguments are given) in a directory of its own for ``--seconds`` at most,
+   sampling the GPU's utilisation every second (nvidia-smi);
+4. per training class (model, d, batch size, epochs) and device, from the training jobs'
+   logs (``device=... trials=... compute_seconds=...``): trials, trials per compute-second
+   and the measured seconds per trial over the floor (4 B d^2 FLOP per step and layer at the
+   device's rate above); the job-seconds per rule; the share of samples in which the GPU
+   was busy and its mean utilisation.
+
+On a machine without a GPU (to test this script) the GPU parts say so and the rest runs:
+    python benchmarks/gpu_check.py --seconds 200 --configfile config/test/config.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+from matcond.execution.forked import fork_problem
+
+LOG_LINE = re.compile(r"device=(\S+) trials=(\d+) compute_seconds=([\d.]+)")
+CLASS = re.compile(
+    r"^(?P<model>[a-z_]+)(?:-L(?P<depth>\d+))?/.*?/d(?P<dim>\d+)/.*-bs(?P<batch>\d+)-ep(?P<epochs>\d+)-spe(?P<spe>\d+)-"
+)
+
+
+def fork_probes() -> None:
+    """Part 1: the fork hazard on this machine, and that the server's way avoids it."""
+    print("fork from a process that ran no backward pass:", fork_problem() or "a child runs torch")
+    x = torch.ones(2, requires_grad=True)
+    (x * x).sum().backward()
+    print("fork after a backward pass in the parent:", fork_problem() or "a child runs torch")
+
+
+def flops_per_second(device: str, dim: int = 512, batch: int = 64, seeds: int = 64) -> float:
+    """float32 FLOP/s of the residual form's two products at ``dim`` on ``device``."""
+    torch.set_num_threads(1)
+    seeds = seeds if device != "cpu" else 1
+    x = torch.randn(seeds, batch, dim, device=device)
+    w = torch.randn(seeds, dim, dim, device=device)
+    reps = 50 if device != "cpu" else 5
+    for timed in (False, True):
+        if device != "cpu":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(reps):
+            r = x @ w.mT
+            r.mT @ x
+        if device != "cpu":
+            torch.cuda.synchronize()
+        if timed:
+            return reps * seeds * 4 * batch * dim * dim / (time.perf_counter() - start)
+    raise AssertionError
+
+
+def sample_gpu(stop: threading.Event, samples: list[float]) -> None:
+    """Append the GPU's utilisation (%) every second until ``stop``."""
+    while not stop.wait(1.0):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            samples.append(float(out.stdout.split()[0]))
+
+
+def run_readme(directory: Path, seconds: float, extra: list[str]) -> tuple[int, float]:
+    """Part 3: the README's command in ``directory`` for at most ``seconds``: (exit status,
+    wall seconds); 124 when it was stopped."""
+    command = [sys.executable, "-m", "snakemake", "--cores", "all", "--resources", "gpu=1"]
+    command += ["--directory", str(directory), *extra]
+    start = time.perf_counter()
+    with open(directory.with_suffix(".log"), "w") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            status = process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 15)
+            process.wait()
+            status = 124
+    return status, time.perf_counter() - start
+
+
+def training_classes(directory: Path, rates: dict[str, float]) -> None:
+    """Part 4: per class and device, trials, trials per compute-second and measured/floor."""
+    classes: dict[tuple, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for log in (directory / "results" / "logs" / "train").rglob("*.log"):
+        found = LOG_LINE.search(log.read_text(errors="replace"))
+        block = str(log.relative_to(directory / "results" / "logs" / "train"))
+        match = CLASS.match(block)
+        if not found or not match:
+            continue
+        device, trials, seconds = found[1].split(":")[0], int(found[2]), float(found[3])
+        c = match.groupdict()
+        dim, batch = int(c["dim"]), int(c["batch"])
+        steps = int(c["epochs"]) * int(c["spe"]) * int(c["depth"] or 1)
+        floor = 4 * batch * dim * dim * steps / rates.get(device, float("nan"))
+        key = (c["model"], dim, batch, int(c["epochs"]), device)
+        classes[key][0] += trials
+        classes[key][1] += seconds
+        classes[key][2] += trials * floor
+    print("model          d  batch  epochs device  trials  trials/s  measured/floor")
+    for (model, dim, batch, epochs, device), (n, s, floor) in sorted(
+        classes.items(), key=lambda x: -x[1][1]
+    ):
+        rate = n / s if s else float("inf")
+        row = f"{model:<12} {dim:>4} {batch:>6} {epochs:>7} {device:<6} {n:>7}"
+        print(f"{row} {rate:>9.1f} {s / floor:>15.1f}")
+
+
+def job_seconds(directory: Path) -> None:
+    """Job-seconds per rule, from the jobs' benchmark files."""
+    by_rule: dict[str, float] = defaultdict(float)
+    for path in (directory / "results" / "benchmarks").rglob("*.tsv"):
+        rows = list(csv.DictReader(path.open(), delimiter="\t"))
+        if rows:
+            rule = Path(path.relative_to(directory / "results" / "benchmarks").parts[0]).stem
+            by_rule[rule] += float(rows[-1]["s"])
+    shown = ", ".join(f"{rule} {s:.0f}" for rule, s in sorted(by_rule.items(), key=lambda x: -x[1]))
+    print(f"job-seconds {sum(by_rule.values()):.0f}: {shown}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=420, help="the run's limit")
+    parser.add_argument("--directory", type=Path, default=Path("gpu-check"))
+    args, extra = parser.parse_known_args()
+    fork_probes()  # first: asking torch for the GPU starts CUDA's driver in this process
+    gpu = torch.cuda.is_available()
+    name = torch.cuda.get_device_name(0) if gpu else "none"
+    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, GPU {name}")
+    rates = {"cpu": flops_per_second("cpu")} | ({"cuda": flops_per_second("cuda")} if gpu else {})
+    print(
+        "float32 GFLOP/s of the residual form's products:",
+        {k: round(v / 1e9) for k, v in rates.items()},
+    )
+    shutil.rmtree(args.directory, ignore_errors=True)
+    args.directory.mkdir(parents=True)
+    samples: list[float] = []
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_gpu, args=(stop, samples), daemon=True)
+    if shutil.which("nvidia-smi"):
+        sampler.start()
+    status, wall = run_readme(args.directory, args.seconds, extra)
+    stop.set()
+    print(
+        f"README's command: exit {status} (124: stopped at {args.seconds:g} s), {wall:.0f} s wall"
+    )
+    training_classes(args.directory, rates)
+    job_seconds(args.directory)
+    if samples:
+        busy, mean = sum(u > 0 for u in samples) / len(samples), sum(samples) / len(samples)
+        print(f"GPU busy in {busy:.0%} of {len(samples)} samples, mean utilisation {mean:.0f} %")
+    else:
+        print("GPU utilisation not sampled (no nvidia-smi)")
+
+
+if __name__ == "__main__":
+    main()
