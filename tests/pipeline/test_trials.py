@@ -250,6 +250,17 @@ def test_momentum_is_gridded_from_the_schema_and_plain_sgd_keeps_its_trial():
         all_trials(validate_config({"experiments": {"e": adam}}))
 
 
+def test_a_grid_at_a_settings_neutral_value_is_the_plain_trial_not_a_refusal():
+    """momentum: [0.0] applies to SGD's trials though the value drops out of their path (it
+    was refused as applying to none of them); with Adam it still applies to none."""
+    neutral = validate_config({"experiments": {"e": {"grid": {"momentum": [0.0]}, "seeds": [0]}}})
+    plain = validate_config({"experiments": {"e": {"seeds": [0]}}})
+    assert all_trials(neutral)["e"] == all_trials(plain)["e"]
+    adam = {"settings": {"optimizer": "adam"}, "grid": {"momentum": [0.0]}, "seeds": 1}
+    with pytest.raises(ConfigError, match="varies momentum, which applies to none"):
+        all_trials(validate_config({"experiments": {"e": adam}}))
+
+
 def test_nesterov_without_momentum_is_refused():
     config = validate_config({"experiments": {"e": {"settings": {"nesterov": True}, "seeds": 1}}})
     with pytest.raises(ConfigError, match="experiments.e: nesterov needs momentum > 0"):

@@ -187,12 +187,18 @@ def blocks_of(trials: Iterable[Trial], size: int) -> list[Block]:
     ]
 
 
-def canonical(spec: dict[str, Any]) -> dict[str, Any]:
-    """Drop the settings that do not apply to the spec's choices (``x-applies-to``) and those
-    at their neutral value."""
-    unused = {n for n, v in NEUTRAL.items() if spec.get(n) == v}
+def inapplicable(spec: dict[str, Any]) -> set[str]:
+    """The settings that do not apply to the spec's choices (``x-applies-to``)."""
+    unused = set()
     for key, params in CHOICE_PARAMS.items():
         unused |= {p for ps in params.values() for p in ps} - set(params[spec[key]])
+    return unused
+
+
+def canonical(spec: dict[str, Any]) -> dict[str, Any]:
+    """Drop the settings that do not apply to the spec's choices (:func:`inapplicable`) and
+    those at their neutral value."""
+    unused = inapplicable(spec) | {n for n, v in NEUTRAL.items() if spec.get(n) == v}
     return {k: v for k, v in spec.items() if k not in unused}
 
 
@@ -286,7 +292,7 @@ def experiment_cells(
         _check_settings(spec, where)
         _check_semantics(spec, where)
         cell = canonical({**spec, "seed": 0})
-        applied |= set(cell)
+        applied |= set(spec) - inapplicable(spec)  # at its neutral value a setting applies too
         if (key := json.dumps(cell, sort_keys=True)) in specs:
             raise ConfigError(
                 f"{where}: two combinations of its grid and variants are the same trial "
