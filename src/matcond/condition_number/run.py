@@ -184,7 +184,7 @@ BENCHMARK_COLUMNS = ["s", "h:m:s", "max_rss", "cpu_time", "compute_s"]
 def write_benchmark(path: str | Path, wall: float, compute: float) -> None:
     """The job's own benchmark, in Snakemake's format (seconds, max RSS in MB, CPU seconds)
     plus ``compute_s``, the seconds spent training: measured in the process that did the work,
-    which for a trial served by the trial server is not the job's process that Snakemake sees."""
+    which for a block served by the job server is not the job's process that Snakemake sees."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     hours, rest = divmod(int(wall), 3600)
     values = [

@@ -18,7 +18,6 @@ import seaborn as sns
 from matcond.figures.marks import legend_entries
 from matcond.figures.style import Tables, figure, median_line, save, spread_label
 
-INPUT_KEYS = ["dataset", "whitened"]
 BOUND_LABELS = {
     "lemma1": "Lemma 1",
     "lemma2_convex": "Lemma 2 (convex)",

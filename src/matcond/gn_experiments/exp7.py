@@ -22,7 +22,6 @@ from matcond.gn_experiments.records import spectrum_columns
 from matcond.stats.summary import summarise
 
 EXP7_MODELS = ("deep_linear", "relu_mlp")
-EXP7_INPUTS = ("gaussian", "whitened")
 
 
 def exp7_applies(spec: Settings) -> bool:
