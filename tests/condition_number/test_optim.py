@@ -101,3 +101,33 @@ def test_momentum_buffers_follow_the_kept_trials():
 def test_nesterov_needs_momentum():
     with pytest.raises(ValueError, match="momentum > 0"):
         make_optimizer("sgd", [], 0.0, True)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_a_step_that_folds_the_gradients_product_is_the_step_on_that_gradient(momentum):
+    """SGD.step_product (the residual form's step, the gradient scale * a @ b never formed)
+    against SGD.step on the formed gradient, in float64, over steps with momentum's first."""
+    gen = torch.Generator().manual_seed(2)
+    start = torch.randn(3, 5, 5, generator=gen, dtype=torch.float64)
+    folded, formed = torch.nn.Parameter(start.clone()), torch.nn.Parameter(start.clone())
+    group = {"lr": 0.05, "weight_decay": 0.0}
+    opt_folded = make_optimizer("sgd", [{**group, "params": [folded]}], momentum)
+    opt_formed = make_optimizer("sgd", [{**group, "params": [formed]}], momentum)
+    assert opt_folded.folds()
+    for _ in range(10):
+        a = torch.randn(3, 5, 7, generator=gen, dtype=torch.float64)
+        b = torch.randn(3, 7, 5, generator=gen, dtype=torch.float64)
+        opt_folded.step_product(a, b, 1 / 7)
+        formed.grad = a @ b / 7
+        opt_formed.step()
+    torch.testing.assert_close(folded, formed, rtol=1e-12, atol=1e-14)
+    assert not torch.equal(folded, start)
+
+
+def test_only_plain_sgd_on_one_parameter_folds():
+    p, q = (torch.nn.Parameter(torch.zeros(1, 2, 2)) for _ in range(2))
+    plain = {"lr": 0.1, "weight_decay": 0.0}
+    assert not make_optimizer("sgd", [{**plain, "params": [p, q]}]).folds()
+    assert not make_optimizer("sgd", [{**plain, "weight_decay": 0.1, "params": [p]}]).folds()
+    assert not make_optimizer("sgd", [{**plain, "params": [p]}], 0.9, nesterov=True).folds()
+    assert not make_optimizer("adam", [{**plain, "params": [p]}]).folds()

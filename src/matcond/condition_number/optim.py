@@ -45,6 +45,29 @@ class SGD:
         }
         self.groups = groups
 
+    def folds(self) -> bool:
+        """Whether :meth:`step_product` can take the step: one parameter, no weight decay, no
+        Nesterov."""
+        params = [p for group in self.groups for p in group["params"]]
+        return len(params) == 1 and not self.groups[0]["weight_decay"] and not self.nesterov
+
+    @torch.no_grad()
+    def step_product(self, a: torch.Tensor, b: torch.Tensor, scale: float) -> None:
+        """:meth:`step` for the one parameter p (:meth:`folds`) whose gradient is
+        ``scale * a @ b`` (batched products), the product folded into the update instead of
+        formed: p <- p - lr scale a b, or with momentum the buffer <- momentum buffer +
+        scale a b (at the first step scale a b) and p <- p - lr buffer."""
+        group = self.groups[0]
+        p, lr = group["params"][0], group["lr"]
+        if not self.momentum:
+            p.baddbmm_(a, b, alpha=-lr * scale)
+            return
+        if (buffer := self.buffers.get(id(p))) is None:
+            buffer = self.buffers[id(p)] = torch.baddbmm(p, a, b, beta=0, alpha=scale)
+        else:
+            buffer.baddbmm_(a, b, beta=self.momentum, alpha=scale)
+        p.add_(buffer, alpha=-lr)
+
     @torch.no_grad()
     def step(self) -> None:
         for group in self.groups:
@@ -81,6 +104,10 @@ class Adam:
             moments.clear()
             moments.update(kept)
         self.groups = groups
+
+    def folds(self) -> bool:
+        """Adam's step needs the gradient itself (SGD.folds)."""
+        return False
 
     @torch.no_grad()
     def step(self) -> None:

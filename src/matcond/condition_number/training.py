@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from matcond.condition_number.models import MODELS, Model
-from matcond.condition_number.optim import make_optimizer
+from matcond.condition_number.optim import SGD, make_optimizer
 from matcond.condition_number.strategies import STRATEGIES, Target
 from matcond.condition_number.targets import DATA_STREAM, INIT_STREAM, stream_seed
 from matcond.pipeline.trials import setting
@@ -124,17 +124,25 @@ def _stacked(targets: list[dict[str, np.ndarray]], dtype, device) -> dict[str, t
 
 
 def residual_step(
-    w: torch.Tensor, w_star: torch.Tensor, x: torch.Tensor, noise: torch.Tensor, noise_std: float
+    w: torch.Tensor,
+    w_star: torch.Tensor,
+    x: torch.Tensor,
+    noise: torch.Tensor,
+    noise_std: float,
+    folded: SGD | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One step's loss (per seed) and residual for y = W* x + noise_std * noise, in the
-    residual form: R = X (W - W*)^T - noise_std * noise and dL/dW = R^T X / B, which it sets
-    as ``w.grad`` (two batched products of 2 B d^2 each; autograd's forward and backward
-    through the model and the teacher take three). ``w``, ``w_star``: seeds x d x d;
-    ``x``, ``noise``: seeds x B x d."""
+    residual form: R = X (W - W*)^T - noise_std * noise and dL/dW = R^T X / B (two batched
+    products of 2 B d^2 each; autograd's forward and backward through the model and the
+    teacher take three). The gradient is set as ``w.grad``, or with ``folded`` (an optimizer
+    that :meth:`~matcond.condition_number.optim.SGD.folds`) never formed: its step takes the
+    product into the update. ``w``, ``w_star``: seeds x d x d; ``x``, ``noise``: seeds x B x d."""
     with torch.no_grad():
         residual = torch.baddbmm(noise, x, (w - w_star).mT, beta=-noise_std)
-        # beta = 0: the first argument only gives the shape; 1 / B is the product's own alpha
-        w.grad = torch.baddbmm(w_star, residual.mT, x, beta=0, alpha=1 / x.shape[1])
+        if folded is not None:
+            folded.step_product(residual.mT, x, 1 / x.shape[1])
+        else:  # beta = 0: the first argument only gives the shape; 1 / B is the product's alpha
+            w.grad = torch.baddbmm(w_star, residual.mT, x, beta=0, alpha=1 / x.shape[1])
         loss = 0.5 * residual.square().sum(dim=-1).mean(dim=-1)
     return loss, residual
 
@@ -179,6 +187,9 @@ def train(
         spec["optimizer"], groups, setting(spec, "momentum"), setting(spec, "nesterov")
     )
     params = [p for group in groups for p in group["params"]]
+    # the residual form with nothing between gradient and step: the step takes the product
+    hooked = strategy.penalty is not None or strategy.gradient is not None
+    folded = optimizer if model.residual_form and not hooked and optimizer.folds() else None
     recorded = set(record_epochs(spec["epochs"], spec["record_every"]))
     target = Target(
         [t["product"] for t in targets] if "product" in targets[0] else None, spec, device
@@ -208,7 +219,7 @@ def train(
                 p.grad = None
             if model.residual_form:
                 loss, residual = residual_step(
-                    model.layers[0], tensors["product"], x, noise, spec["noise_std"]
+                    model.layers[0], tensors["product"], x, noise, spec["noise_std"], folded
                 )
                 if strategy.penalty is not None:
                     strategy.penalty(model, spec, target).sum().backward()
@@ -227,7 +238,8 @@ def train(
                 gradient = (
                     (residual.detach().mT @ x / spec["batch_size"]).to("cpu", torch.float64).numpy()
                 )
-            optimizer.step()
+            if folded is None:
+                optimizer.step()
         if strategy.after_epoch is not None:
             strategy.after_epoch(model, epoch, spec, target)
         finite = torch.stack([all_finite(p) for p in params]).all(dim=0).tolist()
