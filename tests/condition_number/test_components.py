@@ -167,6 +167,18 @@ def test_relative_error_edge_cases():
     assert relative_error([3.0, 4.0], [0.0, 5.0]) == pytest.approx(math.sqrt(10) / 5)
 
 
+def test_two_numbers_give_the_error_that_arrays_of_them_give():
+    """relative_error's path for two numbers (no arrays) against its array path, bit for bit,
+    on every pair of a grid with zeros, signs, infinities, NaN, tiny and huge values (where
+    the array path's squares neither overflow nor underflow: beyond 1e154 it returns inf or
+    0 where the number path is exact)."""
+    values = [0.0, -0.0, 1.0, -2.5, 1e-150, 3e150, 0.1, math.inf, -math.inf, math.nan, 7, 0]
+    for a in values:
+        for b in values:
+            fast, arrays = relative_error(a, b), relative_error(np.array(a), np.array(b))
+            assert fast == arrays or (math.isnan(fast) and math.isnan(arrays)), (a, b)
+
+
 def test_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="one shape"):
         compare(np.eye(2), np.eye(3))

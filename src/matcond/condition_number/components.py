@@ -29,6 +29,7 @@ Aggregation counts such values as non-finite and leaves them out of means.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,6 +52,13 @@ class ComponentError:
 
 def relative_error(a: np.ndarray | float, b: np.ndarray | float) -> float:
     """||a - b|| / ||b|| (Euclidean / absolute value); NaN if b is not finite."""
+    if isinstance(a, int | float) and isinstance(b, int | float):  # no arrays for two numbers
+        if not math.isfinite(b):
+            return float("nan")
+        num = abs(a - b)
+        if b == 0:
+            return 0.0 if num == 0.0 else float("inf")
+        return float(num / abs(b))
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if not np.isfinite(b).all():
