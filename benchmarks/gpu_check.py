@@ -24,7 +24,6 @@ On a machine without a GPU (to test this script) the GPU parts say so and the re
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import re
 import shutil
@@ -39,6 +38,10 @@ import torch
 
 from matcond.execution.forked import fork_problem
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_floor import gemm_rate  # noqa: E402
+from workflow_bench import job_intervals, rule_seconds  # noqa: E402
+
 LOG_LINE = re.compile(r"device=(\S+) trials=(\d+) compute_seconds=([\d.]+)")
 CLASS = re.compile(
     r"^(?P<model>[a-z_]+)(?:-L(?P<depth>\d+))?/.*?/d(?P<dim>\d+)/.*-bs(?P<batch>\d+)-ep(?P<epochs>\d+)-spe(?P<spe>\d+)-"
@@ -51,27 +54,6 @@ def fork_probes() -> None:
     x = torch.ones(2, requires_grad=True)
     (x * x).sum().backward()
     print("fork after a backward pass in the parent:", fork_problem() or "a child runs torch")
-
-
-def flops_per_second(device: str, dim: int = 512, batch: int = 64, seeds: int = 64) -> float:
-    """float32 FLOP/s of the residual form's two products at ``dim`` on ``device``."""
-    torch.set_num_threads(1)
-    seeds = seeds if device != "cpu" else 1
-    x = torch.randn(seeds, batch, dim, device=device)
-    w = torch.randn(seeds, dim, dim, device=device)
-    reps = 50 if device != "cpu" else 5
-    for timed in (False, True):
-        if device != "cpu":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(reps):
-            r = x @ w.mT
-            r.mT @ x
-        if device != "cpu":
-            torch.cuda.synchronize()
-        if timed:
-            return reps * seeds * 4 * batch * dim * dim / (time.perf_counter() - start)
-    raise AssertionError
 
 
 def sample_gpu(stop: threading.Event, samples: list[float]) -> None:
@@ -133,15 +115,13 @@ def training_classes(directory: Path, rates: dict[str, float]) -> None:
 
 
 def job_seconds(directory: Path) -> None:
-    """Job-seconds per rule, from the jobs' benchmark files."""
-    by_rule: dict[str, float] = defaultdict(float)
-    for path in (directory / "results" / "benchmarks").rglob("*.tsv"):
-        rows = list(csv.DictReader(path.open(), delimiter="\t"))
-        if rows:
-            rule = Path(path.relative_to(directory / "results" / "benchmarks").parts[0]).stem
-            by_rule[rule] += float(rows[-1]["s"])
-    shown = ", ".join(f"{rule} {s:.0f}" for rule, s in sorted(by_rule.items(), key=lambda x: -x[1]))
-    print(f"job-seconds {sum(by_rule.values()):.0f}: {shown}")
+    """Job-seconds per rule, from the jobs' benchmark files (workflow_bench's reader)."""
+    if not list((directory / "results" / "benchmarks").rglob("*.tsv")):
+        print("no job finished")
+        return
+    table = rule_seconds(job_intervals(directory))["seconds"]
+    shown = ", ".join(f"{rule} {seconds:.0f}" for rule, seconds in table.items())
+    print(f"job-seconds {table.sum():.0f}: {shown}")
 
 
 def main() -> None:
@@ -153,7 +133,8 @@ def main() -> None:
     gpu = torch.cuda.is_available()
     name = torch.cuda.get_device_name(0) if gpu else "none"
     print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, GPU {name}")
-    rates = {"cpu": flops_per_second("cpu")} | ({"cuda": flops_per_second("cuda")} if gpu else {})
+    torch.set_num_threads(1)  # the CPU rate of one training job's thread
+    rates = {"cpu": gemm_rate(64, 512)} | ({"cuda": gemm_rate(64, 512, "cuda", 64)} if gpu else {})
     print(
         "float32 GFLOP/s of the residual form's products:",
         {k: round(v / 1e9) for k, v in rates.items()},

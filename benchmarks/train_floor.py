@@ -52,27 +52,37 @@ CLASSES = {
 }
 
 
-def cpu_seconds(function, repeats: int) -> float:
-    """Process CPU seconds of one call of ``function`` (the best of ``repeats``)."""
+def cpu_seconds(function, repeats: int, clock=time.process_time) -> float:
+    """Seconds of one call of ``function`` by ``clock`` (default: this process's CPU time), the
+    best of ``repeats``."""
     best = float("inf")
     for _ in range(repeats):
-        start = time.process_time()
+        start = clock()
         function()
-        best = min(best, time.process_time() - start)
+        best = min(best, clock() - start)
     return best
 
 
-def gemm_seconds(batch: int, dim: int) -> float:
-    """Seconds for 4 B d^2 FLOP at the float32 rate of (B x d) @ (d x d) and (d x B) @ (B x d)."""
-    x, w = torch.randn(batch, dim), torch.randn(dim, dim)
-    reps = max(3, int(2e8 / (4 * batch * dim * dim)))
+def gemm_rate(batch: int, dim: int, device: str = "cpu", seeds: int = 1) -> float:
+    """float32 FLOP/s of the residual form's products, (B x d) @ (d x d) and (d x B) @ (B x d),
+    for ``seeds`` seeds at once on ``device``: on the CPU by process time (one thread, as set
+    by the caller), on a GPU by wall time between synchronisations."""
+    stack = (seeds,) if seeds > 1 else ()  # one seed: the 2-D product (bmm of one is slower)
+    x = torch.randn(*stack, batch, dim, device=device)
+    w = torch.randn(*stack, dim, dim, device=device)
+    flop = 4 * seeds * batch * dim * dim
+    reps = max(3, int(2e8 / flop)) if device == "cpu" else 50
+    synchronize = torch.cuda.synchronize if device != "cpu" else lambda: None
 
     def products() -> None:
         for _ in range(reps):
             r = x @ w
-            r.T @ x
+            r.mT @ x
+        synchronize()
 
-    return cpu_seconds(products, 3) / reps
+    products()  # warm-up (a GPU's first kernels)
+    clock = time.process_time if device == "cpu" else time.perf_counter
+    return reps * flop / cpu_seconds(products, 3, clock)
 
 
 def normal_seconds(count: int) -> float:
@@ -98,7 +108,7 @@ def floor_seconds(spec: dict) -> float:
     batch, dim = spec["batch_size"], spec["dim"]
     steps = spec["epochs"] * spec["steps_per_epoch"]
     recordings = len(record_epochs(spec["epochs"], spec["record_every"]))
-    per_step = gemm_seconds(batch, dim) + normal_seconds(2 * batch * dim)
+    per_step = 4 * batch * dim * dim / gemm_rate(batch, dim) + normal_seconds(2 * batch * dim)
     return steps * per_step + (1 + recordings) * svdvals_seconds(dim)
 
 

@@ -8,9 +8,10 @@ An epoch is ``steps_per_epoch`` such steps (the paper's figures match one step p
 A single matrix against a linear teacher takes the step in the residual form
 (:func:`residual_step`); other models and strategies through autograd.
 
-Optimizers (matcond.condition_number.optim) are SGD without momentum and Adam (betas 0.9/0.999, eps
-1e-8), update for update as torch.optim's; ``weight_decay`` is an L2 term added to the gradient of
-the layers (for Adam that is coupled decay, not AdamW), never of the multipliers.
+Optimizers (matcond.condition_number.optim) are SGD (with momentum and Nesterov's) and Adam
+(betas 0.9/0.999, eps 1e-8), update for update as torch.optim's; ``weight_decay`` is an L2
+term added to the gradient of the layers (for Adam that is coupled decay, not AdamW), never of
+the multipliers.
 
 Models and their teachers come from the registry of matcond.condition_number.models, corrective
 strategies (what they add to the model, the loss, the gradient and after each epoch) from that of

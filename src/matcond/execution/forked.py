@@ -45,10 +45,11 @@ def forked_map(function: Callable[[Any], Any], items: Iterable, workers: int) ->
     processes (``function`` and the items reach them by the fork, not by pickling; only the
     results are pickled); in this process when ``workers`` <= 1 or there are < 2 items."""
     items = list(items)
-    if workers > 1 and len(items) >= 2 and (problem := fork_problem()):
+    forking = workers > 1 and len(items) >= 2
+    if forking and (problem := fork_problem()):
         print(f"{problem}: the {len(items)} items are computed in this process", file=sys.stderr)
-        workers = 1
-    if workers <= 1 or len(items) < 2:
+        forking = False
+    if not forking:
         with threadpool_limits(1):
             return [function(item) for item in items]
     _TASK[:] = [(function, items)]
