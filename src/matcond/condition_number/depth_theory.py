@@ -65,16 +65,13 @@ def flow_kronecker(layers: Sequence[ArrayLike], sigma: ArrayLike | None = None) 
     return KroneckerSum([a @ a.T for a in outer], right)
 
 
-def _applied(operator: KroneckerSum, error: torch.Tensor) -> torch.Tensor:
-    return operator.matmat(error.reshape(-1)).reshape(error.shape)
-
-
 def flow(
     layers: Sequence[ArrayLike], error: ArrayLike, sigma: ArrayLike | None = None
 ) -> torch.Tensor:
     """``K(E) = sum_l (A_l A_l^T) E Sigma (C_l^T C_l)``: minus the first-order change of the
     product per unit step of gradient descent on every layer (``sigma`` None: identity)."""
-    return _applied(flow_kronecker(layers, sigma), as_float64(error, device_of(layers)))
+    error = as_float64(error, device_of(layers))
+    return flow_kronecker(layers, sigma).matmat(error.reshape(-1)).reshape(error.shape)
 
 
 def predicted_error(
@@ -89,8 +86,10 @@ def predicted_error(
     error = as_float64(error, device_of(stretches[0][0]))
     for layers, steps in stretches:
         operator = flow_kronecker(layers, sigma)
+        # the terms stacked: one batched product per factor and step, not one per term
+        left, right = torch.stack(operator.left), torch.stack(operator.right).mT
         for _ in range(steps):
-            error = error - lr * _applied(operator, error)
+            error = error - lr * (left @ error @ right).sum(0)
     return error
 
 
@@ -158,14 +157,28 @@ def mean_flow(
     target = as_float64(target, device)
     cov = None if sigma is None else as_float64(sigma, device)
     for _ in range(steps):
-        outer, inner = partial_products(weights)
-        error = outer[0] @ weights[0] - target
-        if cov is not None:
-            error = error @ cov
-        weights = [
-            w - lr * (a.T @ error @ c.T) for w, a, c in zip(weights, outer, inner, strict=True)
-        ]
+        outer, inner = _partial_products_or_none(weights)
+        error = weights[0] if outer[0] is None else outer[0] @ weights[0]
+        error = error - target if cov is None else (error - target) @ cov
+        steps_taken = []
+        for w, a, c in zip(weights, outer, inner, strict=True):
+            gradient = error if a is None else a.T @ error
+            gradient = gradient if c is None else gradient @ c.T
+            steps_taken.append(torch.add(w, gradient, alpha=-lr))
+        weights = steps_taken
     return weights
+
+
+def _partial_products_or_none(weights: list[torch.Tensor]) -> tuple[list, list]:
+    """:func:`matcond.gauss_newton.linear.partial_products` with None for each identity (the
+    outer product of the last layer, the inner one of the first): fewer products per step."""
+    inner = [None]
+    for weight in weights[:-1]:
+        inner.append(weight if inner[-1] is None else weight @ inner[-1])
+    outer = [None]
+    for weight in reversed(weights[1:]):
+        outer.append(weight if outer[-1] is None else outer[-1] @ weight)
+    return outer[::-1], inner
 
 
 def _spectrum_rows(product: torch.Tensor, target_s: np.ndarray, rank_rtol: float) -> list[tuple]:
