@@ -41,7 +41,8 @@ def training_request(spec: dict, out: Path) -> dict:
         "wildcards": {},
         "params": {"block": block.request(saved={trial.path})},
         "threads": 1,
-        "config": {"device": "cpu"},
+        "resources": {"device": "cpu"},
+        "config": {"device": "cpu", "gpu_jobs": 1},
         "log": str(out / "job.log"),
     }
 

@@ -2,6 +2,7 @@
 what they change (read off the job list of `snakemake -n`)."""
 
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -233,6 +234,14 @@ def test_experiment_table_schema(finished):
 def test_no_edit_schedules_nothing(finished, small_config):
     """The run's config file rewritten with its keys sorted (yaml.safe_dump): nothing to do."""
     assert planned_jobs(finished, small_config) == []
+
+
+@pytest.mark.parametrize("device", ["auto", "cuda"])
+def test_another_device_reruns_nothing(finished, small_config, device):
+    """device is an execution choice (each manifest says where its block trained)."""
+    assert planned_jobs(finished, {**small_config, "device": device}) == []
+    manifest = next((finished / "results" / "trials").rglob("seeds*.json"))
+    assert json.loads(manifest.read_text())["device"] == "cpu"
 
 
 def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, small_config):

@@ -7,6 +7,7 @@ import torch
 
 from matcond.condition_number.batching import (
     BASE_MB,
+    block_device,
     block_mem_mb,
     held_matrices,
     recorded_stages,
@@ -55,3 +56,22 @@ def test_mem_mb_follows_the_trials_trained_side_by_side():
     assert block_mem_mb(spec, 64, "cuda") > 3292 and block_mem_mb(spec, 15, "cuda") > 1050
     small = {**DEFAULTS, "dim": 8}
     assert block_mem_mb(small, 64, "cpu") == BASE_MB + round(64 * trial_host_mb(small))
+
+
+@pytest.mark.parametrize(
+    ("requested", "dim", "gpus", "expected"),
+    [
+        ("auto", 512, 1, "cuda"),  # at gpu_min_dim and above: the GPU
+        ("auto", 511, 1, "cpu"),  # below: the CPU
+        ("auto", 4096, 0, "cpu"),  # no GPU seen: the CPU at any size
+        ("cpu", 4096, 1, "cpu"),  # asked for: as asked
+        ("cuda", 8, 0, "cuda"),  # (claim_device then says there is none)
+    ],
+)
+def test_a_block_s_device(requested: str, dim: int, gpus: int, expected: str) -> None:
+    assert block_device(requested, dim, 512, gpus) == expected
+
+
+def test_an_unknown_block_device_names_the_key() -> None:
+    with pytest.raises(ValueError, match="config key device must be auto, cpu or cuda"):
+        block_device("tpu", 8, 512, 1)

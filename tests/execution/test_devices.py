@@ -134,6 +134,25 @@ def test_a_third_claim_waits_for_a_free_gpu(tmp_path: Path) -> None:
         assert got == [torch.device("cuda", 0)]
 
 
+def test_gpu_jobs_share_a_gpu_up_to_its_slots(tmp_path: Path) -> None:
+    """Two slots per GPU: two GPUs take four jobs, the first two on different GPUs (the
+    least-held GPU first); a fifth waits; a freed slot goes to the next claim."""
+    claims = [claim(tmp_path, slots=2) for _ in range(4)]
+    devices = [c.__enter__() for c in claims]
+    assert devices[:2] == [torch.device("cuda", 0), torch.device("cuda", 1)]
+    assert sorted(d.index for d in devices) == [0, 0, 1, 1]
+    with pytest.raises(TimeoutError, match="2 jobs each"):
+        with claim(tmp_path, slots=2, timeout=0.2, poll=0.05):
+            pass
+    claims[3].__exit__(None, None, None)
+    with claim(tmp_path, slots=2, timeout=0.2, poll=0.05) as freed:
+        assert freed == devices[3]
+    for c in claims[:3]:
+        c.__exit__(None, None, None)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f"matcond-gpu-{g}{s}.lock" for g in "01" for s in ("", ".slot1")]
+
+
 def test_visible_ids_name_the_lock_files(tmp_path: Path) -> None:
     """CUDA_VISIBLE_DEVICES=2,3: torch ordinals 0 and 1, locks named after GPUs 2 and 3."""
     with claim(tmp_path, visible="2,3") as first:

@@ -67,7 +67,8 @@ def request(rule: str, output: dict, log: Path, **fields) -> dict:
         "wildcards": {},
         "params": {},
         "threads": 1,
-        "config": {"device": "cpu"},
+        "resources": {"device": "cpu"},
+        "config": {"device": "cpu", "gpu_jobs": 1},
         "log": str(log),
         **fields,
     }
@@ -113,7 +114,8 @@ def test_a_request_gives_the_job_what_snakemake_gives_a_script():
     assert dict(job.input.items()) == {"one": "a", "two": ["b", "c"]}
     assert job.output.png == "f.png" and list(job.output) == ["f.png", "f.pdf"]
     assert job.wildcards.figure == "fig1" and job.params.caption == "text"
-    assert job.log[0] == "f.log" and job.threads == 1 and job.config == {"device": "cpu"}
+    assert job.log[0] == "f.log" and job.threads == 1 and job.resources.device == "cpu"
+    assert job.config == {"device": "cpu", "gpu_jobs": 1}
     with pytest.raises(AttributeError):
         job.output.missing  # noqa: B018
     assert NamedList(["x"], {"items": "x"}).items() == {"items": "x"}.items()

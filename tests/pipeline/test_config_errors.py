@@ -72,7 +72,7 @@ BAD = [
         ["strategy multipliers needs model linear"],
     ),
     (one(variants=[{"optimizer": "sgdd"}]), ["experiments.e", "optimizer", "allowed: sgd, adam"]),
-    ({"device": "tpu", "experiments": {"e": {"seeds": 1}}}, ["device", "allowed: cpu, cuda"]),
+    ({"device": "tpu", "experiments": {"e": {"seeds": 1}}}, ["device", "allowed: auto, cpu, cuda"]),
     ({"experiments": {}}, ["experiments"]),
     ({"experimentz": {}, "experiments": {"e": {"seeds": 1}}}, ["'experimentz' was unexpected"]),
     ({"experiments": {"Bad-Name": {"seeds": 1}}}, ["experiments", "Bad-Name"]),

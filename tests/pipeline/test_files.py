@@ -52,7 +52,7 @@ def write_block(results, trials: list[Trial], table: pd.DataFrame):
         files = {path.name: file_record(path)}
         records[f"seed{trial.seed}"] = {"diverged_epoch": None, "files": files}
     manifest = directory / "seeds0-3.json"
-    write_manifest(manifest, json.loads(block_request(trials)), records)
+    write_manifest(manifest, json.loads(block_request(trials)), records, "cpu")
     return f"{trials[0].cell}/seeds0-3", manifest
 
 
@@ -100,7 +100,7 @@ def test_trial_file_must_hold_the_trial_its_path_names(tmp_path, spec, table):
     mine_file.write_bytes(other_file.read_bytes())
     stored = json.loads(manifest.read_text())
     stored["trials"]["seed0"]["files"]["seed0.parquet"] = file_record(mine_file)
-    write_manifest(manifest, stored["block"], stored["trials"])
+    write_manifest(manifest, stored["block"], stored["trials"], stored["device"])
     with pytest.raises(DamagedFileError, match=f"holds the trial {other.path}, not {mine.path}"):
         read_trials([manifest], [mine.path], root)
     with pytest.raises(DamagedFileError, match="listed in none of the manifests"):
@@ -274,7 +274,7 @@ def test_a_foreign_spec_is_damage_not_a_crash(tmp_path, spec, table):
     write_parquet(table, path, {"matcond.spec": '{"dim": 8}'})
     stored = json.loads(manifest.read_text())
     stored["trials"]["seed0"]["files"]["seed0.parquet"] = file_record(path)
-    write_manifest(manifest, stored["block"], stored["trials"])
+    write_manifest(manifest, stored["block"], stored["trials"], stored["device"])
     with pytest.raises(DamagedFileError, match=r"unreadable trial spec in its metadata \(KeyError"):
         read_trials([manifest], [trial.path], results / "trials")
 
@@ -340,7 +340,7 @@ def test_weights_rescaled_with_their_digest_recomputed_are_caught_by_the_manifes
     records = {
         f"seed{trial.seed}": {"diverged_epoch": None, "files": {path.name: file_record(path)}}
     }
-    write_manifest(manifest, json.loads(block_request([trial])), records)
+    write_manifest(manifest, json.loads(block_request([trial])), records, "cpu")
     trial_path = f"{trial.cell}/seed{trial.seed}"
     assert np.array_equal(
         load_trial_weights(manifest, trial_path, trial.spec_json)["target.product"], np.eye(4)

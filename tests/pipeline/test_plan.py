@@ -139,6 +139,19 @@ def test_a_gpu_block_asks_for_the_memory_of_all_its_seeds():
     assert cpu.train_mem_mb(block) == block_mem_mb(spec, 1, "cuda") < cuda.train_mem_mb(block)
 
 
+def test_device_auto_puts_the_large_blocks_on_a_gpu_that_the_run_sees():
+    """device auto: blocks of d >= gpu_min_dim on the GPU, with a GPU block's memory, where
+    the run sees a GPU; every block on the CPU where it sees none."""
+    config = {"gpu_min_dim": 256, "experiments": {"e": {"grid": {"dim": [128, 256]}, "seeds": 2}}}
+    trials = all_trials(validate_config(config))
+    seen, unseen = Plan(validate_config(config), trials, gpus=1), plan_of(config)
+    by_dim = {seen.blocks[b].trials[0].spec["dim"]: b for b in seen.blocks}
+    assert seen.block_device(by_dim[256]) == "cuda" and seen.block_device(by_dim[128]) == "cpu"
+    assert {unseen.block_device(b) for b in unseen.blocks} == {"cpu"}
+    spec, seeds = seen.blocks[by_dim[256]].trials[0].spec, len(seen.blocks[by_dim[256]].trials)
+    assert seen.train_mem_mb(by_dim[256]) == block_mem_mb(spec, seeds, "cuda")
+
+
 def test_runtime_and_priority_of_a_training_block(small):
     for path, block in small.blocks.items():
         spec = block.trials[0].spec

@@ -54,7 +54,7 @@ def test_defaults_are_filled_and_input_is_not_mutated():
     before = copy.deepcopy(raw)
     config = validate_config(raw)
     assert raw == before
-    assert config["device"] == "cpu"
+    assert config["device"] == "auto" and config["gpu_jobs"] == 4
     assert config["defaults"]["steps_per_epoch"] == 1
     assert [t.seed for t in all_trials(config)["e"]] == [0, 1]
 

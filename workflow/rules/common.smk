@@ -37,6 +37,21 @@ from matcond.pipeline.plan import (
 from matcond.pipeline.trials import all_trials, cells_of, config_cells, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
+
+
+def local_gpus(device):
+    """The GPUs a local run's main process may train on (device auto or cuda): those torch
+    sees, at most N of --resources gpu=N; 0 elsewhere (under SLURM the submit host's GPUs say
+    nothing about the nodes': there auto means the CPU, and job steps follow their main
+    process)."""
+    if device == "cpu" or not (workflow.is_main_process and workflow.local_exec):
+        return 0
+    from matcond.execution.devices import visible_gpu_count
+
+    allowed = workflow.global_resources.get("gpu").value  # None without --resources gpu
+    return visible_gpu_count() if allowed is None else min(allowed, visible_gpu_count())
+
+
 try:
     # a key given twice in one mapping is refused, not dropped
     CONFIG_FILES = {
@@ -53,14 +68,19 @@ try:
     update_config(config, command_line_values(dict(workflow.config_settings.config)))
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
-    PLAN = Plan(_validated, all_trials(_validated))
+    PLAN = Plan(
+        _validated, all_trials(_validated), gpus=local_gpus(_validated["device"])
+    )
 except ConfigError as err:
     sys.exit(f"Invalid config: {err}")  # the message names the key; no traceback
 config.update(_validated)
+if PLAN.gpus:
+    # GPU training jobs at once: config key gpu_jobs per GPU (local_gpus); each job claims
+    # a slot of one (matcond.execution.devices)
+    workflow.register_resource("gpu_job", config["gpu_jobs"] * PLAN.gpus)
 TRIALS = PLAN.trials
 CELLS = cells_of(TRIALS)  # each experiment's settings, once per cell
 GN = config["gauss_newton"]
-TRAIN_GPUS = 1 if config["device"] == "cuda" else 0
 # Relative to the working directory, so that a copied or moved project reruns nothing.
 CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
 
@@ -70,6 +90,11 @@ wildcard_constraints:
     block=r".+/seeds\d+-\d+",
     experiment="|".join(TRIALS),
     figure="|".join(PLAN.drawn),
+
+
+def on_gpu(wildcards):
+    """Whether a training block trains on the GPU (matcond.pipeline.plan.Plan.block_device)."""
+    return PLAN.block_device(wildcards.block) == "cuda"
 
 
 def rule_params(rule, **params):

@@ -97,10 +97,13 @@ onerror:
 
 
 def gpu_problem():
-    """A local run's `device: cuda` where torch sees no GPU: the training jobs' own error
-    (matcond.execution.devices.claim_device), before any job starts; None otherwise."""
+    """A local run's `device: cuda` where torch sees no GPU (the training jobs' own error,
+    matcond.execution.devices.claim_device) or where --resources gpu=0 allows none, before
+    any job starts; None otherwise."""
     if config["device"] != "cuda":
         return None
+    if workflow.global_resources.get("gpu").value == 0:
+        return "config key device is 'cuda' but --resources gpu=0 allows no GPU job"
     from matcond.execution.devices import DeviceUnavailableError, claim_device
 
     try:

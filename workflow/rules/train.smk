@@ -20,7 +20,11 @@ rule train:
         "../../envs/matcond.yaml"
     threads: 1
     resources:
-        gpu=TRAIN_GPUS,
+        # cpu or cuda (matcond.pipeline.plan.Plan.block_device); a block on the GPU takes one
+        # of its gpu_jobs slots in a local run and a GPU of its own under SLURM
+        device=lambda wildcards: PLAN.block_device(wildcards.block),
+        gpu_job=lambda wildcards: int(on_gpu(wildcards) and workflow.local_exec),
+        gpu=lambda wildcards: int(on_gpu(wildcards) and not workflow.local_exec),
         # torch itself and the matrices of the trials that train side by side
         mem_mb=lambda wildcards: PLAN.train_mem_mb(wildcards.block),
         runtime=lambda wildcards: PLAN.train_runtime(wildcards.block),

@@ -1,5 +1,5 @@
-"""How a training block's trials share its job: how many train side by side, and the host
-memory that takes. Pure Python (no torch): the Snakefile reads it at parse time for the
+"""How a training block's trials share its job: its device, how many train side by side, and
+the host memory that takes. Pure Python (no torch): the Snakefile reads it at parse time for the
 training rule's ``mem_mb``, the training job for its batches.
 """
 
@@ -21,6 +21,18 @@ _MATRICES = {
     "relu_mlp": lambda spec: (3, 3, 2),
     "attention": lambda spec: (10, 4, 6),
 }
+
+
+def block_device(requested: str, dim: int, min_dim: int, gpus: int) -> str:
+    """Where a training block of matrices ``dim x dim`` trains for the config's ``device``:
+    ``cpu`` and ``cuda`` as asked; ``auto`` on ``cuda`` where ``gpus`` (the GPUs this run
+    sees) is not 0 and ``dim >= min_dim`` (config key ``gpu_min_dim``: below it a GPU does not
+    gain), else on ``cpu``."""
+    if requested not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"config key device must be auto, cpu or cuda, not {requested!r}")
+    if requested == "auto":
+        return "cuda" if gpus and dim >= min_dim else "cpu"
+    return requested
 
 
 def seeds_side_by_side(dim: int, device: str) -> int:

@@ -204,7 +204,7 @@ def trial_spec(cell: dict, seed: int) -> dict:
 
 
 def run_block_job(
-    block_json: str, manifest: str, threads: int, device: str, benchmark: str
+    block_json: str, manifest: str, threads: int, device: str, benchmark: str, gpu_jobs: int = 1
 ) -> None:
     """What one training job does (:mod:`matcond.jobs.train`), in its own process or a job
     server's child: train a block's trials,
@@ -214,17 +214,17 @@ def run_block_job(
     whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
     go beside ``manifest`` (``seed{s}.parquet``, ``seed{s}.safetensors``) as soon as it is
     trained; then the manifest (:func:`matcond.pipeline.files.write_manifest`) and the block's
-    benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on the
-    config's ``device`` (a GPU is claimed for the job's lifetime,
-    :mod:`matcond.execution.devices`) from its own generators, so its files are the same
-    bytes in any block and in any batch.
+    benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on
+    ``device``, the block's (``cpu`` or ``cuda``: one of ``gpu_jobs`` slots of a GPU is claimed
+    for the job's lifetime, :mod:`matcond.execution.devices`), from its own generators, so its
+    files are the same bytes in any block and in any batch on one device.
     """
     start = time.perf_counter()
     block = json.loads(block_json)
     directory = Path(manifest).parent
     torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
     records, compute = {}, 0.0
-    with claim_device(device) as torch_device:
+    with claim_device(device, slots=gpu_jobs) as torch_device:
         seeds = block["seeds"]
         size = seeds_side_by_side(block["spec"]["dim"], torch_device.type)
         for first in range(0, len(seeds), size):
@@ -247,7 +247,7 @@ def run_block_job(
                     "diverged_epoch": None if pd.isna(epoch) else int(epoch),
                     "files": {name: file_record(directory / name) for name in files},
                 }
-    write_manifest(manifest, block, records)
+    write_manifest(manifest, block, records, torch_device.type)
     print(
         f"device={torch_device} trials={len(records)} compute_seconds={compute:.3f}",
         file=sys.stderr,

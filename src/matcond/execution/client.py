@@ -102,14 +102,15 @@ def job_params(rule: str, config: Mapping[str, Any], **params: Any) -> dict:
     (the params evaluated, Snakemake's ``Namedlist`` objects as entries and named entries;
     :func:`script_safe_json`).
 
-    ``job`` reads the job's inputs, outputs and threads, which makes it a *derived* param that
+    ``job`` reads the job's inputs, outputs, threads and resources (those that are numbers
+    or strings, e.g. a training block's ``device``), which makes it a *derived* param that
     Snakemake leaves out of its rerun trigger: the other params decide reruns, as before.
     """
 
     def evaluate(wildcards) -> dict[str, Any]:
         return {k: v(wildcards) if callable(v) else v for k, v in params.items()}
 
-    def job(wildcards, input, output, threads) -> str:  # noqa: A002 (Snakemake's names)
+    def job(wildcards, input, output, threads, resources) -> str:  # noqa: A002 (Snakemake's)
         return script_safe_json(
             {
                 "rule": rule,
@@ -118,6 +119,11 @@ def job_params(rule: str, config: Mapping[str, Any], **params: Any) -> dict:
                 "wildcards": dict(wildcards.items()),
                 "params": evaluate(wildcards),
                 "threads": threads,
+                "resources": {
+                    name: value
+                    for name, value in resources.items()
+                    if isinstance(value, int | float | str) and not name.startswith("_")
+                },
                 "config": config,
             }
         )
@@ -132,8 +138,8 @@ def job_params(rule: str, config: Mapping[str, Any], **params: Any) -> dict:
 
 def job_from_request(request: Mapping[str, Any], note: str = "") -> SimpleNamespace:
     """What a job's ``main`` reads, from its request: ``rule``, ``input``, ``output``,
-    ``params``, ``wildcards``, ``log`` (``NamedList``), ``threads``, ``config``; and ``note``,
-    a first line for the job's log ('' for none)."""
+    ``params``, ``wildcards``, ``resources``, ``log`` (``NamedList``), ``threads``, ``config``;
+    and ``note``, a first line for the job's log ('' for none)."""
 
     def named(key: str) -> NamedList:
         return NamedList(request[key]["entries"], request[key]["named"])
@@ -147,6 +153,7 @@ def job_from_request(request: Mapping[str, Any], note: str = "") -> SimpleNamesp
         output=named("output"),
         params=mapping("params"),
         wildcards=mapping("wildcards"),
+        resources=mapping("resources"),
         log=NamedList([request["log"]]),
         threads=request["threads"],
         config=request["config"],

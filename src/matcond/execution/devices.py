@@ -1,10 +1,12 @@
-"""Which GPU a training job uses when several run at once (``snakemake --resources gpu=N``).
+"""Which GPU a training block uses when several run at once (where it runs at all:
+:func:`matcond.condition_number.batching.block_device`).
 
-Snakemake's ``gpu`` resource is only a counter: with ``--resources gpu=2`` it starts at most
-two GPU jobs at a time but never tells them which GPU to use, so without help both would
-train on ``cuda:0``. :func:`claim_device` makes each job claim one GPU for its lifetime by
-taking an exclusive ``fcntl.flock`` on one lock file per GPU,
-``<lock dir>/matcond-gpu-<id>.lock``:
+Snakemake's resources are only counters: they start at most so many GPU jobs at a time but
+never tell a job which GPU to use, so without help all would train on ``cuda:0``.
+:func:`claim_device` makes each job claim one slot of one GPU for its lifetime (``gpu_jobs``
+slots per GPU: several small blocks keep one GPU busy together) by taking an exclusive
+``fcntl.flock`` on one lock file per slot, ``<lock dir>/matcond-gpu-<id>.lock`` for the
+first slot and ``matcond-gpu-<id>.slot<k>.lock`` for the others:
 
 - ``<id>`` is the GPU's id as the machine knows it: the entries of ``CUDA_VISIBLE_DEVICES``
   when that is set (so two runs that see ``2,3`` and ``3`` agree that ``3`` is one GPU),
@@ -23,8 +25,8 @@ descriptor closes, which also happens when the process dies by SIGKILL, the OOM 
 every killed job would leave a GPU marked busy for good; taking a lock is also atomic, with no
 read-modify-write race between two jobs that start together.
 
-When every GPU is claimed (more jobs than GPUs: ``--resources gpu=N`` above the GPU count,
-or a second workflow run or another user's job on the same machine), the job waits, polling
+When every slot is claimed (more jobs than slots, a second workflow run or another user's
+job on the same machine), the job waits, polling
 every ``poll`` seconds, until one is free, and says so once on stderr; ``timeout`` bounds the
 wait (then :class:`TimeoutError`). Waiting, not failing, is the right default: the job cannot
 do anything useful without a GPU, and failing would only make Snakemake retry it later.
@@ -70,11 +72,18 @@ def default_lock_dir() -> Path:
     return Path(os.environ.get(LOCK_DIR_ENV) or tempfile.gettempdir())
 
 
-def lock_path(lock_dir: Path, gpu_id: str, scope: str = "") -> Path:
-    """The lock file of GPU ``gpu_id`` (``scope``: e.g. ``slurm123`` inside SLURM job 123)."""
+def lock_path(lock_dir: Path, gpu_id: str, scope: str = "", slot: int = 0) -> Path:
+    """The lock file of slot ``slot`` of GPU ``gpu_id`` (``scope``: e.g. ``slurm123`` inside
+    SLURM job 123); slot 0 has no slot suffix."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", gpu_id)
     prefix = f"matcond-gpu-{scope}-" if scope else "matcond-gpu-"
-    return lock_dir / f"{prefix}{safe}.lock"
+    suffix = f".slot{slot}" if slot else ""
+    return lock_dir / f"{prefix}{safe}{suffix}.lock"
+
+
+def visible_gpu_count() -> int:
+    """How many GPUs torch sees in this process (0 without a CUDA build or a GPU)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _try_lock(path: Path) -> int | None:
@@ -100,12 +109,13 @@ def _try_lock(path: Path) -> int | None:
     return fd
 
 
-def _lock_first_free(paths: list[Path]) -> tuple[int, int] | None:
-    """(torch ordinal, locked descriptor) of the first free GPU, or None if all are claimed."""
-    for ordinal, path in enumerate(paths):
+def _lock_first_free(paths: list[Path], gpus: int) -> tuple[int, int] | None:
+    """(torch ordinal, locked descriptor) of the first free slot of ``paths`` (slot-major:
+    slot 0 of every GPU, then slot 1, ...), or None if all are claimed."""
+    for index, path in enumerate(paths):
         fd = _try_lock(path)
         if fd is not None:
-            return ordinal, fd
+            return index % gpus, fd
     return None
 
 
@@ -128,11 +138,14 @@ def claim_device(
     scope: str | None = None,
     timeout: float | None = None,
     poll: float = 0.5,
+    slots: int = 1,
 ) -> Iterator[torch.device]:
-    """The torch device for the config's ``device``; a GPU is held until the block exits.
+    """The torch device for a block's device; a GPU slot is held until the block exits.
 
-    ``requested`` is ``cpu`` (yields the CPU, claims nothing) or ``cuda`` (claims a free GPU,
-    yields ``cuda:<ordinal>``). The keyword arguments exist for tests and special set-ups:
+    ``requested`` is ``cpu`` (yields the CPU, claims nothing) or ``cuda`` (claims a free slot
+    of a GPU, yields ``cuda:<ordinal>``): ``slots`` jobs may share one GPU (config key
+    ``gpu_jobs``), and a claim takes a GPU with the fewest holders first. The other keyword
+    arguments exist for tests and special set-ups:
     ``device_count`` (default ``torch.cuda.device_count()``), ``visible`` (default
     ``$CUDA_VISIBLE_DEVICES``; None when unset), ``lock_dir`` (default
     :func:`default_lock_dir`), ``scope`` (default ``slurm$SLURM_JOB_ID`` inside a SLURM job,
@@ -159,14 +172,15 @@ def claim_device(
         scope = f"slurm{job}" if job else ""
     lock_dir = default_lock_dir() if lock_dir is None else Path(lock_dir)
     lock_dir.mkdir(parents=True, exist_ok=True)
-    paths = [lock_path(lock_dir, gpu_id, scope) for gpu_id in ids]
+    paths = [lock_path(lock_dir, i, scope, slot) for slot in range(slots) for i in ids]
 
     deadline = None if timeout is None else time.monotonic() + timeout
     said_waiting = False
-    while (claimed := _lock_first_free(paths)) is None:
+    while (claimed := _lock_first_free(paths, len(ids))) is None:
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError(
-                f"all {len(paths)} GPUs ({', '.join(ids)}) stayed claimed for {timeout} s "
+                f"all {len(ids)} GPUs ({', '.join(ids)}, {slots} jobs each) stayed claimed "
+                f"for {timeout} s "
                 f"(lock files {paths[0]} ...)"
             )
         if not said_waiting:

@@ -13,5 +13,6 @@ def main(snakemake) -> None:
         manifest=snakemake.output.manifest,
         benchmark=snakemake.output.benchmark,
         threads=snakemake.threads,
-        device=snakemake.config["device"],
+        device=snakemake.resources.device,
+        gpu_jobs=snakemake.config["gpu_jobs"],
     )

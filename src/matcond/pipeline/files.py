@@ -203,11 +203,15 @@ def file_record(path: str | Path) -> dict[str, int | str]:
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def write_manifest(path: str | Path, block: Mapping, trials: Mapping[str, Mapping]) -> None:
+def write_manifest(
+    path: str | Path, block: Mapping, trials: Mapping[str, Mapping], device: str
+) -> None:
     """Write a training block's manifest (atomically): the block's request (``block``: its
-    setting, seeds and the seeds that save weights) and, per trial (``seed{s}``), its diverged
-    epoch and the :func:`file_record` of each file it wrote, keyed by file name."""
-    text = json.dumps({"block": block, "trials": trials}, sort_keys=True, indent=1) + "\n"
+    setting, seeds and the seeds that save weights), the ``device`` it trained on (``cpu``
+    or ``cuda``) and, per trial (``seed{s}``), its diverged epoch and the :func:`file_record`
+    of each file it wrote, keyed by file name."""
+    content = {"block": block, "device": device, "trials": trials}
+    text = json.dumps(content, sort_keys=True, indent=1) + "\n"
     replace_atomically(path, lambda tmp: tmp.write_text(text))
 
 

@@ -12,7 +12,7 @@ import functools
 import json
 
 from matcond.claims.check import DEPTH_TABLE
-from matcond.condition_number.batching import block_mem_mb
+from matcond.condition_number.batching import block_device, block_mem_mb
 from matcond.figures.captions import experiment_summary
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import PREFIX, entry
@@ -40,8 +40,9 @@ class Plan:
     (:func:`matcond.pipeline.trials.all_trials`). Raises ConfigError, naming the key, where
     the config asks for something the run cannot make."""
 
-    def __init__(self, config: dict, trials: dict[str, list[Trial]]):
+    def __init__(self, config: dict, trials: dict[str, list[Trial]], gpus: int = 0):
         self.config, self.trials = config, trials
+        self.gpus = gpus  # GPUs torch sees in the Snakemake process (for device: auto)
         gn = self.config["gauss_newton"]
         self.trial_by_path = {t.path: t for ts in self.trials.values() for t in ts}
         # The experiments the theory table covers (config key theory.experiments) that run.
@@ -156,12 +157,20 @@ class Plan:
         """:func:`matcond.figures.captions.experiment_summary` of an experiment, once."""
         return experiment_summary(self.trials[experiment])
 
+    def block_device(self, block: str) -> str:
+        """``cpu`` or ``cuda``: where a block trains
+        (:func:`matcond.condition_number.batching.block_device` of config keys device and
+        gpu_min_dim)."""
+        dim = self.blocks[block].trials[0].spec["dim"]
+        config = self.config
+        return block_device(config["device"], dim, config["gpu_min_dim"], self.gpus)
+
     def train_mem_mb(self, block: str) -> int:
-        """MB a training job needs: its trials that train side by side on the config's device
+        """MB a training job needs: its trials that train side by side on the block's device
         (on a GPU the whole block) each keep their matrices on the host
         (:func:`matcond.condition_number.batching.block_mem_mb`)."""
         trials = self.blocks[block].trials
-        return block_mem_mb(trials[0].spec, len(trials), self.config["device"])
+        return block_mem_mb(trials[0].spec, len(trials), self.block_device(block))
 
     def train_runtime(self, block: str) -> int:
         """Minutes a training job may take (generous: most trials take seconds on a CPU)."""
