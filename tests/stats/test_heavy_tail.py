@@ -13,6 +13,7 @@ from matcond.claims.evaluate import evaluate
 from matcond.stats.heavy_tail import (
     ALPHA,
     THRESHOLD,
+    far_tail,
     hill,
     moment_exists,
     predictive,
@@ -111,6 +112,44 @@ def test_a_mean_drawn_from_the_pool_law_is_consistent_and_one_far_off_is_not():
     for value in (2 * pool.max(), 1.0):
         far = predictive([pool], np.mean, 15, value)
         assert predictive_verdict(far) == "not reproduced" and far.p_high < ALPHA
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_pareto_tail_reaches_what_the_pool_cannot(seed):
+    """Pools of 200 trials of a Pareto law of index 1.2, a 15-trial mean judged: the pool
+    alone puts the tail probability of a mean of 15 or 40 at 0-0.11 whatever its true value
+    (0.062, 0.015); with its largest 10 % replaced by a Pareto tail the range over the tail
+    index's interval holds the true value in every pool, and keeps a mean of 10,000 (true
+    probability about 1e-6) below 0.05."""
+    truth = pareto(1.2, (200_000, 15), np.random.default_rng(99)).mean(axis=1)
+    pool = pareto(1.2, 200, np.random.default_rng(seed))
+    for value in (15.0, 40.0):
+        far = far_tail(pool, np.mean, 15, value)
+        true_p = 2 * np.mean(truth >= value)
+        assert far.p_light <= true_p <= far.p_heavy
+        assert far.p_light <= far.p_estimate <= far.p_heavy and far.share == 0.1
+    assert far_tail(pool, np.mean, 15, 1e4).p_heavy < ALPHA
+    assert far_tail(np.r_[pool, -1.0], np.mean, 15, 40.0) is None  # a negative value
+
+
+def test_a_claim_beyond_its_pools_reach_is_inconclusive_unless_its_tail_rules_it_out():
+    """The pool (300 trials of 0.01 times a Pareto law of index 1) never reaches a 15-trial
+    mean of 0.5 (true tail probability about 0.04), yet its fitted tail does: inconclusive,
+    not refuted. A mean of 1,000 is out of reach of the tail too."""
+    pool = pd.DataFrame(rows_of(0.01 * pareto(1.0, 300, np.random.default_rng(10)), dim=32))
+    claims = {
+        "heavy_tail": {"exp": {"pool": "exp", "paper_n": 15}},
+        "claims": [
+            {"claim_id": str(value), "where": "§", "statement": "s", "paper_value": value}
+            | {"table": "exp", "filter": {"component": "condition_number", "dim": 32}}
+            for value in (0.5, 1000.0)
+        ],
+    }
+    table = evaluate(claims, {"exp": pool}).set_index("claim_id")
+    assert table.loc["0.5", "p_high"] < ALPHA  # the pool alone would refute it
+    assert table.loc["0.5", "verdict"] == "inconclusive"
+    assert "with a Pareto tail above the pool's largest 10 %" in table.loc["0.5", "note"]
+    assert table.loc["1000.0", "verdict"] == "not reproduced"
 
 
 def test_predictive_pairs_the_arms():

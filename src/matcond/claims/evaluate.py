@@ -307,11 +307,30 @@ def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -
     row.update(ci_high=math.nan, predictive_low=result.low, predictive_high=result.high)
     row.update(p_value=result.p, p_low=result.p_low, p_high=result.p_high)
     verdict_ = heavy_tail.predictive_verdict(result)
+    far = ""
+    if verdict_ == "not reproduced" and len(samples) == 1 and float(low) > result.high:
+        verdict_, far = _judge_far_tail(samples[0], measure, int(paper_n), low, high)
     if verdict_ == "not reproduced" and "expect" in claim:
         if _predictive_direction(claim, tables, used, int(paper_n)):
             verdict_ = "direction only"
     row["verdict"] = verdict_
-    return predictive_note(row, used)
+    return predictive_note(row, used) + far
+
+
+def _judge_far_tail(values, measure, paper_n: int, low, high) -> tuple[str, str]:
+    """A paper value above a one-arm pool's sampling distribution, judged with a Pareto tail
+    (:func:`matcond.stats.heavy_tail.far_tail`): ``not reproduced`` only where its tail
+    probability is below 0.05 over the tail index's whole interval, else ``inconclusive``
+    (the pool's own trials cannot say how far its tail reaches); and the note's words."""
+    far = heavy_tail.far_tail(values, measure, paper_n, float(low), float(high))
+    if far is None:
+        return "not reproduced", ""
+    verdict_ = "not reproduced" if far.p_heavy < heavy_tail.ALPHA else "inconclusive"
+    return verdict_, (
+        f"; with a Pareto tail above the pool's largest {100 * far.share:.0f} %, its tail "
+        f"probability is {far.p_light:.2g} to {far.p_heavy:.2g} over the tail index's "
+        f"interval ({far.p_estimate:.2g} at its estimate)"
+    )
 
 
 def _predictive_direction(claim: dict, tables, pool: str, paper_n: int) -> bool:

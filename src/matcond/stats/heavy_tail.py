@@ -17,7 +17,10 @@ from a large pool of our trials (its sampling distribution; docs/statistics-and-
 - :func:`predictive`: the sampling distribution of ``measure`` over ``n`` trials drawn with
   replacement from the pool, the central 95 % of it, and the two-sided tail probability of
   the paper's value under it, with that probability's own 95 % interval from resampling the
-  pool (the pool is a finite sample too).
+  pool (the pool is a finite sample too), widened to hold the probability itself.
+- :func:`far_tail`: the same tail probability where the pool's largest trials are replaced
+  by a Pareto tail (fitted as :func:`hill` fits it), at each end of the tail index's
+  interval: for a paper value beyond what the pool's own trials can reach.
 """
 
 from __future__ import annotations
@@ -162,7 +165,66 @@ def predictive(
         inner = members[rng.integers(0, size, size=(INNER_DRAWS, n))]
         resampled.append(tail_probability(statistics(inner), low, high))
     p_low, p_high = np.nanquantile(resampled, [half, 1 - half])
-    return Predictive(*map(float, central), p, float(p_low), float(p_high), n, size)
+    # a percentile interval can miss its own estimate (p is capped at 1 and rarely reached
+    # by a resampled pool): the interval reported holds p
+    p_low, p_high = min(float(p_low), p), max(float(p_high), p)
+    return Predictive(*map(float, central), p, p_low, p_high, n, size)
+
+
+@dataclass(frozen=True)
+class FarTail:
+    """A paper value's tail probability under a pool whose top ``share`` is a Pareto tail:
+    ``p_heavy`` at the low end of the tail index's interval (the heaviest tail it admits,
+    the largest probability), ``p_estimate`` at Hill's estimate, ``p_light`` at the high
+    end."""
+
+    p_heavy: float
+    p_estimate: float
+    p_light: float
+    share: float
+
+
+def tail_model_draws(
+    values: np.ndarray, alpha: float, shape: tuple[int, int], rng: np.random.Generator
+) -> np.ndarray:
+    """Trial values of the shape ``shape`` from ``values`` (non-negative) with their tail
+    modelled: below the threshold of :func:`hill` (the (k+1)-th largest value u) the pool's
+    own values, resampled; with probability k / N a draw of the Pareto law of index
+    ``alpha`` above u, ``u U^(-1/alpha)`` (U uniform on (0, 1])."""
+    x = np.sort(np.asarray(values, dtype=float))[::-1]
+    k = min(max(HILL_MIN_K, int(HILL_FRACTION * x.size)), x.size - 1)
+    body, threshold = x[k:], x[k]
+    out = body[rng.integers(0, body.size, size=shape)]
+    tail = rng.random(shape) < k / x.size
+    out[tail] = threshold * (1.0 - rng.random(np.count_nonzero(tail))) ** (-1.0 / alpha)
+    return out
+
+
+def far_tail(
+    values: np.ndarray,
+    measure: Callable[..., np.ndarray],
+    n: int,
+    low: float,
+    high: float | None = None,
+) -> FarTail | None:
+    """The tail probability of the value ``low`` (or the range [``low``, ``high``]) under
+    ``measure`` over ``n`` trials of ``values`` (one arm, non-negative) with a Pareto tail
+    (:func:`tail_model_draws`) of index at the low end, the estimate and the high end of
+    :func:`hill`'s interval; None where there is no finite tail index or a value is
+    negative."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    tail = hill(values)
+    if not (np.all(values >= 0) and 0 < tail.low and math.isfinite(tail.high)):
+        return None
+    probabilities = []
+    for alpha in (tail.low, tail.estimate, tail.high):
+        rng = np.random.default_rng(SEED)
+        draws = tail_model_draws(values, alpha, (DRAWS, n), rng)
+        with np.errstate(all="ignore"):
+            statistics = np.asarray(measure(draws, axis=-1), dtype=float)
+        probabilities.append(tail_probability(statistics, low, high))
+    return FarTail(*probabilities, share=tail.k / values.size)
 
 
 def predictive_verdict(result: Predictive) -> str:
