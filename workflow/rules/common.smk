@@ -48,8 +48,9 @@ def local_gpus(device):
         return 0
     from matcond.execution.devices import visible_gpu_count
 
+    seen = visible_gpu_count()
     allowed = workflow.global_resources.get("gpu").value  # None without --resources gpu
-    return visible_gpu_count() if allowed is None else min(allowed, visible_gpu_count())
+    return seen if allowed is None else min(allowed, seen)
 
 
 try:

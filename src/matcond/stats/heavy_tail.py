@@ -55,6 +55,12 @@ class TailIndex:
     k: int
 
 
+def _hill_k(size: int) -> int:
+    """How many of ``size`` values Hill's estimate uses: max(10, size // 10), at most
+    size - 1."""
+    return min(max(HILL_MIN_K, int(HILL_FRACTION * size)), size - 1)
+
+
 def hill(values: np.ndarray) -> TailIndex:
     """Hill's estimate of the tail index of ``|values|`` (finite ones), with its exact 95 %
     interval under a Pareto tail (see the module docstring)."""
@@ -62,7 +68,7 @@ def hill(values: np.ndarray) -> TailIndex:
     x = np.sort(x[np.isfinite(x)])[::-1]
     if x.size <= HILL_MIN_K:
         return TailIndex(math.nan, math.nan, math.nan, 0)
-    k = min(max(HILL_MIN_K, int(HILL_FRACTION * x.size)), x.size - 1)
+    k = _hill_k(x.size)
     threshold = x[k]
     if threshold <= 0:  # a point mass at 0 under the tail: no tail index to speak of
         return TailIndex(0.0, 0.0, 0.0, k)
@@ -192,7 +198,7 @@ def tail_model_draws(
     own values, resampled; with probability k / N a draw of the Pareto law of index
     ``alpha`` above u, ``u U^(-1/alpha)`` (U uniform on (0, 1])."""
     x = np.sort(np.asarray(values, dtype=float))[::-1]
-    k = min(max(HILL_MIN_K, int(HILL_FRACTION * x.size)), x.size - 1)
+    k = _hill_k(x.size)
     body, threshold = x[k:], x[k]
     out = body[rng.integers(0, body.size, size=shape)]
     tail = rng.random(shape) < k / x.size
