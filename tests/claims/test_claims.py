@@ -385,7 +385,7 @@ def test_a_theory_claim_is_the_ratio_predicted_over_measured_against_the_band():
             (predicted / 0.625, predicted / 0.4)
         )
         assert row["statistic"] == "predicted / median"
-        verdicts[predicted] = verdict({"paper_value": "theory"}, row, {})
+        verdicts[predicted] = verdict({"paper_value": "theory"}, row)
         if predicted == 0.5:
             # a prediction 1.25 / 0.8 x too high would put the whole interval above 1.25
             assert power_note(row) == (

@@ -35,16 +35,20 @@ larger of ``default_tolerance`` (relative) and half a unit of its printed precis
 - ``reproduced``: the interval lies inside the band;
 - ``not reproduced`` also where a value claim on every trial (statistic ``min``/``max``) has
   one trial outside the band: a counterexample, not a sampling question;
-- ``not reproduced``: the interval lies outside the band — or ``direction only`` if the claim
-  has an ``expect`` (``greater``/``less``) and the interval of its direction lies wholly on
-  that side: of ``expect_than`` (default 1 for ratios, 0 for improvements, gaps and
-  correlations); for values, of the ``baseline`` (the ratio filter / baseline against 1);
+- ``not reproduced``: the interval lies outside the band;
 - ``inconclusive``: the interval overlaps an edge of the band;
-- ``consistent`` (or ``not reproduced`` / ``direction only`` / ``inconclusive``): the
+- ``consistent`` (or ``not reproduced`` / ``inconclusive``): the
   heavy-tail rule's predictive verdict, for a claim on means or stds of a quantity whose tail
   index is not known to exceed 2 (4 for a std): is the paper's value a plausible statistic of
   an experiment of the paper's size (``heavy_tail`` in config/claims.yaml: ``paper_n``) drawn
   from a pool of our trials? (:mod:`matcond.stats.heavy_tail`; the columns ``rule`` to ``p_high``);
+- a claim with ``expect`` (``greater``/``less``) states a law (a direction, growth, ordering or
+  improvement): :func:`judge_law` judges it on a population statistic that exists (the median
+  in place of a mean that may not), against the paper's range or the claimed side of
+  ``expect_than`` (default 1 for ratios and for a value against its ``baseline``, 0 for
+  improvements, gaps and correlations): a range's verdict is its law's, never
+  ``consistent``; a point value keeps its verdict only where its direction holds, and is
+  ``direction only`` where the direction holds and the value does not;
 - ``not comparable``: the rows are missing or the measurement is not finite;
 - ``not configured``: the claim's experiment is not in the config;
 - ``settings differ``: a paper's claim whose experiment (or GN sweep) this run configures
@@ -94,6 +98,13 @@ CLAIM_COLUMNS = [
     "companion",
     "companion_ci_low",
     "companion_ci_high",
+    "law_statistic",
+    "law",
+    "law_ci_low",
+    "law_ci_high",
+    "law_band_low",
+    "law_band_high",
+    "law_verdict",
     "rule",
     "tail_index",
     "tail_index_low",
@@ -120,23 +131,9 @@ VERDICTS = (
 FEW_TRIALS = 5  # below this many trials a claim's note warns that its interval undercovers
 
 
-def _direction(claim: dict, tables, low: float, high: float) -> bool:
-    """Whether the interval of the claim's direction lies wholly on the expected side."""
-    kind = claim.get("kind", "value")
-    if kind == "value" and "baseline" in claim and "expect_than" not in claim:
-        ratio = {**claim, "kind": "ratio"}
-        arms, measure, _ = measurement(ratio, tables)
-        _, low, high, _, _ = estimate(arms, measure)
-        threshold = 1.0
-    else:
-        threshold = claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
-    if claim["expect"] == "greater":
-        return low > threshold
-    return high < threshold
-
-
-def verdict(claim: dict, measured: dict, tables) -> str:
-    """The claim's verdict from its interval (see the module docstring)."""
+def verdict(claim: dict, measured: dict) -> str:
+    """The claim's verdict from its interval (see the module docstring; a law's direction:
+    :func:`judge_law`)."""
     value, low, high = measured["measured"], measured["ci_low"], measured["ci_high"]
     band_low, band_high = measured["band_low"], measured["band_high"]
     if not math.isfinite(value) or math.isnan(band_low) or math.isnan(band_high):
@@ -150,8 +147,6 @@ def verdict(claim: dict, measured: dict, tables) -> str:
     if band_low <= low and high <= band_high:
         return "reproduced"
     if high < band_low or low > band_high:
-        if "expect" in claim and _direction(claim, tables, low, high):
-            return "direction only"
         return "not reproduced"
     return "inconclusive"
 
@@ -177,6 +172,7 @@ def _tail_note(arms: list[pd.Series]) -> str:
     return f"the largest of {values.size} trials is {values.max() / total:.0%} of the mean's sum"
 
 
+LAW_COLUMNS = CLAIM_COLUMNS[CLAIM_COLUMNS.index("law_statistic") : CLAIM_COLUMNS.index("rule")]
 PREDICTIVE_COLUMNS = CLAIM_COLUMNS[CLAIM_COLUMNS.index("tail_index") : -1]
 
 
@@ -199,6 +195,7 @@ def evaluate_claim(
     row.update(band_low=nan, band_high=nan, statistic="", measured=nan, ci_low=nan, ci_high=nan)
     row.update(n=nan, n_required=nan, n_diverged=nan, paired=False, note="", rule="interval")
     row.update(companion=nan, companion_ci_low=nan, companion_ci_high=nan)
+    row.update(dict.fromkeys(LAW_COLUMNS, nan), law_statistic="", law_verdict="")
     row.update(dict.fromkeys(PREDICTIVE_COLUMNS, nan))
     if claim["table"] not in tables:
         return {**row, "verdict": "not configured", "note": f"no experiment {claim['table']}"}
@@ -215,10 +212,12 @@ def evaluate_claim(
         else:
             companion = _companion(claim, tables, statistic)
             row["companion"], row["companion_ci_low"], row["companion_ci_high"] = companion
-        row["verdict"] = verdict(claim, row, tables)  # the direction may read the baseline's rows
+        row["verdict"] = verdict(claim, row)
         heavy = ""
         if _heavy_tail_applies(claim, statistic) and math.isfinite(value):
             heavy = _judge_heavy_tail(claim, row, tables, pool or claim["table"], paper_n or n)
+        if "expect" in claim and row["verdict"] != "not comparable":
+            judge_law(claim, row, tables)
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
     if row["source"] == OWN:
@@ -310,9 +309,6 @@ def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -
     far = ""
     if verdict_ == "not reproduced" and len(samples) == 1 and float(low) > result.high:
         verdict_, far = _judge_far_tail(samples[0], measure, int(paper_n), low, high)
-    if verdict_ == "not reproduced" and "expect" in claim:
-        if _predictive_direction(claim, tables, used, int(paper_n)):
-            verdict_ = "direction only"
     row["verdict"] = verdict_
     return predictive_note(row, used) + far
 
@@ -333,17 +329,69 @@ def _judge_far_tail(values, measure, paper_n: int, low, high) -> tuple[str, str]
     )
 
 
-def _predictive_direction(claim: dict, tables, pool: str, paper_n: int) -> bool:
-    """Whether the central 95 % of the claim's direction statistic over ``paper_n`` trials of
-    the pool lies wholly on the expected side (as :func:`_direction`, for a heavy tail)."""
+def _direction_claim(claim: dict) -> tuple[dict, float]:
+    """The claim whose measure carries its direction and the threshold it is held against: a
+    value claim with a baseline becomes its ratio to the baseline, against 1; any other claim
+    stays itself, against ``expect_than`` (default 1 for ratios, 0 for improvements, gaps and
+    correlations)."""
     kind = claim.get("kind", "value")
     if kind == "value" and "baseline" in claim and "expect_than" not in claim:
-        claim, threshold = {**claim, "kind": "ratio"}, 1.0
+        return {**claim, "kind": "ratio"}, 1.0
+    return claim, claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
+
+
+def _inside(low: float, high: float, band_low: float, band_high: float) -> str:
+    """``holds`` where [low, high] lies inside the band, ``fails`` where outside, else (an
+    edge inside it, or an interval that is not finite) ``undecided``."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "undecided"
+    if band_low <= low and high <= band_high:
+        return "holds"
+    return "fails" if high < band_low or low > band_high else "undecided"
+
+
+def _law_name(claim: dict, statistic: str) -> str:
+    """The law's statistic in words: ``smallest ratio (median) over dim``."""
+    kind = claim.get("kind", "value")
+    name = statistic if kind == "value" else f"{kind.replace('_', ' ')} ({statistic})"
+    if "over" in claim:
+        extreme = {"min": "smallest", "max": "largest"}[claim.get("reduce", "min")]
+        name = f"{extreme} {name} over {next(iter(claim['over']))}"
+    return name
+
+
+def judge_law(claim: dict, row: dict, tables) -> None:
+    """The law a claim with ``expect`` states (a direction, growth, ordering or improvement),
+    judged on a population statistic that exists (docs/statistics-and-verdicts.md, "Laws"):
+    the claim's own statistic under the interval rule, the median in place of the mean under
+    the predictive one, against the paper's range or the claimed side of the threshold. Fills
+    the ``law*`` columns and gives the row the claim's verdict: a range's is its law's; a
+    point value keeps its own only where its direction holds."""
+    law_claim, threshold = _direction_claim(claim)
+    if row["rule"] == "predictive":
+        law_claim = {**law_claim, "statistic": "median"}
+    arms, measure, statistic = measurement(law_claim, tables)
+    value, low, high, _, _ = estimate(arms, measure)
+    greater = claim["expect"] == "greater"
+    side = (threshold, math.inf) if greater else (-math.inf, threshold)
+    paper = claim["paper_value"]
+    ranged = isinstance(paper, list)
+    law_band = (float(paper[0]), float(paper[1])) if ranged else side
+    law = _inside(low, high, *law_band)
+    row.update(law_statistic=_law_name(law_claim, statistic), law=value, law_ci_low=low)
+    row.update(law_ci_high=high, law_band_low=law_band[0], law_band_high=law_band[1])
+    row["law_verdict"] = law
+    point = row["verdict"]
+    if ranged:
+        direction = _inside(low, high, *side) == "holds"
+        fails = "direction only" if direction else "not reproduced"
+        row["verdict"] = {"holds": "reproduced", "undecided": "inconclusive"}.get(law, fails)
+    elif law == "holds":
+        row["verdict"] = "direction only" if point == "not reproduced" else point
+    elif law == "undecided":
+        row["verdict"] = "not reproduced" if point == "not reproduced" else "inconclusive"
     else:
-        threshold = claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
-    samples, measure, _ = _pool_samples(claim, tables, pool)
-    result = heavy_tail.predictive(samples, measure, paper_n, threshold)
-    return result.low > threshold if claim["expect"] == "greater" else result.high < threshold
+        row["verdict"] = "not reproduced"
 
 
 def predictive_note(row: dict, pool: str) -> str:

@@ -40,8 +40,9 @@ def interval_text(value: float, low: float, high: float) -> str:
 
 def summary_markdown(table: pd.DataFrame) -> str:
     """``results/summary.md``: the scorecard, then per source and verdict one line per claim
-    (statement, measurement with its interval, the paper's value, the companion and the
-    note), written from the claims table so that no prose restates a number by hand."""
+    (statement, measurement with its interval, the paper's value, the companion, a law's
+    verdict and the note), written from the claims table so that no prose restates a number
+    by hand."""
     lines = ["# What the claims say", "", "Written by rule `claims` from `results/claims.csv`.", ""]
     lines += ["## Scorecard", "", to_markdown(scorecard(table))]
     for source in SOURCES:
@@ -66,6 +67,11 @@ def summary_markdown(table: pd.DataFrame) -> str:
                         row.companion, row.companion_ci_low, row.companion_ci_high
                     )
                     text += f" Companion: {companion}."
+                if row.law_verdict:
+                    law = interval_text(row.law, row.law_ci_low, row.law_ci_high)
+                    text += f" Law ({row.law_statistic}): {law}"
+                    text += f" against [{row.law_band_low:.3g}, {row.law_band_high:.3g}]:"
+                    text += f" {row.law_verdict}."
                 if row.note:
                     text += f" Note: {row.note}."
                 lines.append(text)
