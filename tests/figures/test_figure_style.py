@@ -11,6 +11,7 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from matcond.claims.check import paper_values
+from matcond.figures import paper as paper_figures
 from matcond.figures.marks import OURS_BAND_LABEL, mark_paper, paper_rows
 from matcond.figures.style import (
     MIN_INTERVAL_N,
@@ -20,9 +21,9 @@ from matcond.figures.style import (
     interval_points,
     median_line,
 )
-from matcond.jobs.plot import with_sampling_bands
+from matcond.jobs.plot import with_accepted_values
 from matcond.pipeline.config import load_yaml
-from matcond.stats.heavy_tail import sampling_band
+from matcond.stats.heavy_tail import accepted_values
 
 REPO = Path(__file__).resolve().parents[2]
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
@@ -214,9 +215,9 @@ def test_a_papers_mean_carries_its_claim_pool_and_number_of_trials():
     assert gn and not any("claim" in m for m in gn)
 
 
-def test_the_grey_bar_is_where_paper_sized_means_of_our_trials_fall(ax):
-    """The plot job adds to a paper's mean the central 95 % of 15-trial means of its pool's
-    trials (the same draws as the heavy-tail verdict); mark_paper draws it behind the star,
+def test_the_grey_bar_is_what_the_verdict_accepts(ax):
+    """The plot job adds to a paper's mean the values the heavy-tail verdict on 15-trial means
+    of its pool's trials accepts (the verdict's own draws); mark_paper draws it behind the star,
     with its legend entry. A mark whose trials are not among the inputs gets no bar."""
     errors = np.random.default_rng(1).pareto(1.5, 200)
     table = pd.DataFrame(
@@ -231,11 +232,47 @@ def test_the_grey_bar_is_where_paper_sized_means_of_our_trials_fall(ax):
     marks = pd.DataFrame(
         [mark | {"claim": claim, "pool": "t", "paper_n": 15}, mark | {"table": "other"}]
     )
-    banded = with_sampling_bands(marks, {"t_per_trial": table})
-    expected = sampling_band([errors], np.mean, 15)
+    banded = with_accepted_values(marks, {"t_per_trial": table})
+    expected = accepted_values([errors], np.mean, 15)
     assert tuple(banded.loc[0, ["ours_low", "ours_high"]]) == pytest.approx(expected, rel=1e-12)
     assert banded.loc[1, ["ours_low", "ours_high"]].isna().all()
     drawn = pd.DataFrame([{"component": "condition_number", "matrix": "product", "x": 3}])
     assert mark_paper(ax, banded.iloc[:1], drawn, "x")
     bars = [line for line in ax.lines if line.get_label() == OURS_BAND_LABEL]
     assert len(bars) == 1 and tuple(bars[0].get_ydata()) == pytest.approx(expected)
+
+
+def test_fig8_draws_the_papers_ratio_of_means_and_the_laws_ratio_of_medians(monkeypatch):
+    """The paper's cond/norm ratios (9.2x, 440x) are ratios of means; the law that the
+    condition-number error exceeds the norm error is judged on the ratio of medians: the
+    right axis draws both, not a median over a mean."""
+    drawn = {}
+    monkeypatch.setattr(paper_figures, "save", lambda fig, png, pdf: drawn.update(fig=fig))
+
+    def summary(x: str, values) -> pd.DataFrame:
+        rows = []
+        for i, value in enumerate(values):
+            for component, mean, median in [
+                ("condition_number", 8.0 + i, 2.0),
+                ("row_norms", 2.0, 1.0),
+            ]:
+                rows.append({x: value, "component": component, "matrix": "product", "epoch": 5,
+                             "mean": mean, "median": median, "estimate": median,
+                             "ci_low": 0.5 * median, "ci_high": 2 * median,
+                             "n": 10, "n_nonfinite": 0, "n_diverged": 0})  # fmt: skip
+        return pd.DataFrame(rows)
+
+    tables = {
+        "exp8_lr": summary("lr", [0.001, 0.01]),
+        "exp8_wd": summary("weight_decay", [0.0, 0.01]),
+    }
+    paper_figures.fig8_sensitivity(tables, "unused.png", "unused.pdf")
+    twins = [ax for ax in drawn["fig"].axes if ax.get_ylabel() == "kappa / norm error ratio"]
+    assert len(twins) == 2
+    for ax in twins:
+        ratios = {line.get_label(): list(line.get_ydata()) for line in ax.lines}
+        assert ratios == {
+            "mean kappa / mean norm error (the paper's ratio)": [4.0, 4.5],
+            "median kappa / median norm error (the law's)": [2.0, 2.0],
+        }
+    plt.close(drawn["fig"])

@@ -13,12 +13,12 @@ from matcond.claims.evaluate import evaluate
 from matcond.stats.heavy_tail import (
     ALPHA,
     THRESHOLD,
+    accepted_values,
     far_tail,
     hill,
     moment_exists,
     predictive,
     predictive_verdict,
-    sampling_band,
     tail_probability,
 )
 
@@ -78,19 +78,30 @@ def test_tail_probability_of_a_value_and_of_a_range():
     assert tail_probability(draws, 40.0, 60.0) == 1.0  # the range holds the middle
 
 
-def test_the_sampling_band_is_the_predictive_central_95_percent():
-    """What a figure draws beside the paper's mean is the predictive verdict's own band."""
+def test_the_accepted_range_holds_the_values_the_verdict_calls_consistent():
+    """What a figure draws beside the paper's mean is what the verdict accepts: values on a
+    grid across it, judged one by one (the verdict's own path, :func:`predictive`), are
+    consistent inside it and not consistent 5 % beyond either end; it is the range
+    predictive reports, and a constant pool accepts its constant only."""
     pool = pareto(1.2, 300, np.random.default_rng(2))
-    result = predictive([pool], np.mean, 15, 3.0)
-    assert sampling_band([pool], np.mean, 15) == (result.low, result.high)
-    assert sampling_band([np.full(50, 2.0)], np.mean, 10) == (2.0, 2.0)
+    low, high = accepted_values([pool], np.mean, 15)
+    assert 1.0 < low < high < pool.max()
+    for value in np.linspace(low, high, 6):
+        result = predictive([pool], np.mean, 15, value)
+        assert predictive_verdict(result) == "consistent"
+        assert (result.accepted_low, result.accepted_high) == (low, high)
+    for value in (0.95 * low, 1.05 * high):
+        assert predictive_verdict(predictive([pool], np.mean, 15, value)) != "consistent"
+    assert accepted_values([np.full(50, 2.0)], np.mean, 10) == (2.0, 2.0)
 
 
 def test_predictive_of_one_trial_is_the_pool_itself():
     """n = 1: the draws are the pool's values, so the tail probability is the value's rank."""
     result = predictive([np.arange(1.0, 101.0)], np.mean, 1, 3.0)
     assert result.p == pytest.approx(0.06, abs=0.01)
-    assert result.low == pytest.approx(3.5, abs=1.0) and result.high == pytest.approx(98, abs=1)
+    # accepted: the values whose tail probability stays at or above 0.05 in 97.5 % of
+    # resampled pools, inside the pool's central 95 % (3.5 to 98)
+    assert 3.5 <= result.accepted_low < 10 and 91 < result.accepted_high <= 98
     assert result.pool == 100 and result.n == 1
 
 
@@ -157,7 +168,7 @@ def test_predictive_pairs_the_arms():
     up to a factor 3 give the ratio 3 in every draw."""
     arm = pareto(1.2, 500, np.random.default_rng(6))
     result = predictive([3 * arm, arm], lambda a, b, axis: a.mean(axis) / b.mean(axis), 10, 3.0)
-    assert result.low == pytest.approx(3.0) and result.high == pytest.approx(3.0)
+    assert (result.accepted_low, result.accepted_high) == pytest.approx((3.0, 3.0))
     assert result.p == 1.0 and predictive_verdict(result) == "consistent"
 
 

@@ -111,8 +111,8 @@ CLAIM_COLUMNS = [
     "tail_index_high",
     "paper_n",
     "pool_n",
-    "predictive_low",
-    "predictive_high",
+    "accepted_low",
+    "accepted_high",
     "p_value",
     "p_low",
     "p_high",
@@ -277,13 +277,13 @@ def _pool_samples(claim: dict, tables, pool: str) -> tuple[list[np.ndarray], obj
     return paired_values(arms)[0], measure, claim["table"]
 
 
-def sampling_band(claim: dict, tables, pool: str, paper_n: int) -> tuple[float, float]:
-    """Where an experiment of ``paper_n`` trials would put the claim's statistic: the central
-    95 % of its values over ``paper_n`` trials drawn from the pool (:func:`_pool_samples`;
-    :func:`matcond.stats.heavy_tail.sampling_band`). What a figure draws beside the paper's
+def accepted_values(claim: dict, tables, pool: str, paper_n: int) -> tuple[float, float]:
+    """The values of the claim's statistic over ``paper_n`` trials that its predictive verdict
+    on the pool (:func:`_pool_samples`) accepts as consistent
+    (:func:`matcond.stats.heavy_tail.accepted_values`): what a figure draws beside the paper's
     value."""
     samples, measure, _ = _pool_samples(claim, tables, pool)
-    return heavy_tail.sampling_band(samples, measure, int(paper_n))
+    return heavy_tail.accepted_values(samples, measure, int(paper_n))
 
 
 def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -> str:
@@ -303,11 +303,12 @@ def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -
     low, high = paper if isinstance(paper, list) else band(claim, 0.0)
     result = heavy_tail.predictive(samples, measure, int(paper_n), float(low), float(high))
     row.update(rule="predictive", paper_n=result.n, pool_n=result.pool, ci_low=math.nan)
-    row.update(ci_high=math.nan, predictive_low=result.low, predictive_high=result.high)
+    row.update(ci_high=math.nan, accepted_low=result.accepted_low)
+    row["accepted_high"] = result.accepted_high
     row.update(p_value=result.p, p_low=result.p_low, p_high=result.p_high)
     verdict_ = heavy_tail.predictive_verdict(result)
     far = ""
-    if verdict_ == "not reproduced" and len(samples) == 1 and float(low) > result.high:
+    if verdict_ == "not reproduced" and len(samples) == 1 and float(low) > result.accepted_high:
         verdict_, far = _judge_far_tail(samples[0], measure, int(paper_n), low, high)
     row["verdict"] = verdict_
     return predictive_note(row, used) + far
@@ -399,8 +400,8 @@ def predictive_note(row: dict, pool: str) -> str:
     return (
         f"heavy tail (index {row['tail_index']:.2g} [{row['tail_index_low']:.2g}, "
         f"{row['tail_index_high']:.2g}]): a {row['paper_n']:.0f}-trial {row['statistic']} "
-        f"from {row['pool_n']:.0f} trials of {pool} falls in "
-        f"[{row['predictive_low']:.3g}, {row['predictive_high']:.3g}] (central 95 %); the "
+        f"from {row['pool_n']:.0f} trials of {pool} is consistent with the paper's value in "
+        f"[{row['accepted_low']:.3g}, {row['accepted_high']:.3g}]; the "
         f"paper's value has tail probability {row['p_value']:.2g} "
         f"[{row['p_low']:.2g}, {row['p_high']:.2g}]"
     )

@@ -111,9 +111,9 @@ def _claim_row(row, figures: Mapping[str, list[str]]) -> dict:
             n += f", {row.n_diverged:.0f} diverged left out"
         ours_notes.append(n)
     if row.rule == "predictive":
-        central = f"[{_number(row.predictive_low)}, {_number(row.predictive_high)}]"
+        accepted = f"[{_number(row.accepted_low)}, {_number(row.accepted_high)}]"
         ours_notes.append(
-            f"a {row.paper_n:.0f}-trial {row.statistic} of ours: {central} (95 %); the "
+            f"a {row.paper_n:.0f}-trial {row.statistic} of ours accepts {accepted}; the "
             f"paper's value: p = {_estimate(row.p_value, row.p_low, row.p_high)}"
         )
     if math.isfinite(row.companion):

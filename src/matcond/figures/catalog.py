@@ -38,10 +38,10 @@ STATISTICS = (
     "pseudo-condition number, spectral gap, effective rank) and the mean for the others, with "
     "95 % bootstrap intervals (bands, whiskers); black open stars (crosses: the slides, "
     "plusses: the peer review) are the values the paper reports, its means, where it gives "
-    "one (a vertical line: a range); a grey bar behind one spans the central 95 % of means "
-    "of the paper's number of our trials (drawn from the claim's pool), the comparison a "
-    "heavy-tailed claim's verdict makes. An axis is logarithmic where what it draws spans "
-    "more than a decade, else linear from 0."
+    "one (a vertical line: a range); a grey bar behind one spans the values a "
+    "heavy-tailed claim's verdict accepts as consistent with means of the paper's number of "
+    "our trials (drawn from the claim's pool): a paper's value on the bar is consistent. An "
+    "axis is logarithmic where what it draws spans more than a decade, else linear from 0."
 )
 FIGURES = {
     "fig1_dimension": Figure(
@@ -94,13 +94,15 @@ FIGURES = {
         "95 % bootstrap interval). Middle: condition number of the product and of each layer "
         "(median over trials) against the target's (line). Right: overall error of the product "
         "(mean, 95 % interval). Black open stars: the paper's values (its means); grey bars: "
-        "the central 95 % of means of the paper's number of our trials.",
+        "the values the verdict accepts as means of the paper's number of our trials.",
     ),
     "fig8_sensitivity": Figure(
         ("exp8_lr", "exp8_wd"),
         "Experiment 8: hyper-parameters",
         "Condition-number and row-norm errors at the last epoch vs learning rate (left) and "
-        "weight decay (right); the dotted line is their ratio (right axis). " + STATISTICS,
+        "weight decay (right); right axis: their ratio, of means (dotted: the paper's ratios) "
+        "and of medians (dashed: the statistic the claim that the condition-number error "
+        "exceeds the norm error at every learning rate is judged on). " + STATISTICS,
     ),
     "fig9_long": Figure(
         ("exp9_long",),

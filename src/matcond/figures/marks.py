@@ -19,9 +19,9 @@ PAPER_MARKS = {
     "peer review": ("P", "peer review's value (mean)"),
     "GN paper": ("*", "GN paper's value"),
 }
-# Beside a paper's mean: where a mean of as many of our trials falls (central 95 %), the
-# comparison its verdict makes (matcond.jobs.plot.with_sampling_bands).
-OURS_BAND_LABEL = "ours: 95% of means of\nthe paper's number of trials"
+# Beside a paper's mean: the values its verdict accepts as a mean of as many of our trials
+# (matcond.jobs.plot.with_accepted_values).
+OURS_BAND_LABEL = "ours: values consistent with\nmeans of the paper's number of trials"
 # The columns of a paper's value that are not its filter (matcond.claims.check.paper_values).
 MARK_COLUMNS = ("table", "source", "low", "high", "field", "claim", "pool", "paper_n")
 MARK_COLUMNS += ("ours_low", "ours_high")

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from matcond.claims.arms import MissingRows
-from matcond.claims.evaluate import sampling_band
+from matcond.claims.evaluate import accepted_values
 from matcond.figures.drawing import drawing
 from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: F401 the job server calls it
 from matcond.pipeline.files import read_parquet
@@ -15,11 +15,12 @@ from matcond.pipeline.files import read_parquet
 PER_TRIAL = "_per_trial"  # the suffix of a per-trial table's input name
 
 
-def with_sampling_bands(marks: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def with_accepted_values(marks: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The papers' values with, for each mean whose paper's number of trials is known
-    (``paper_n``) and whose trials are here, ``ours_low`` and ``ours_high``: the central 95 %
-    of means of ``paper_n`` of our trials (:func:`matcond.claims.evaluate.sampling_band`, from the
-    claim's pool), which the figure draws beside the paper's value."""
+    (``paper_n``) and whose trials are here, ``ours_low`` and ``ours_high``: the paper values
+    that the predictive verdict on means of ``paper_n`` of our trials accepts
+    (:func:`matcond.claims.evaluate.accepted_values`, from the claim's pool), which the figure
+    draws beside the paper's value."""
     per_trial = {
         name.removesuffix(PER_TRIAL): table
         for name, table in tables.items()
@@ -31,7 +32,7 @@ def with_sampling_bands(marks: pd.DataFrame, tables: dict[str, pd.DataFrame]) ->
         claim = mark.get("claim")
         if isinstance(claim, dict) and claim["table"] in per_trial:
             try:
-                band = sampling_band(claim, per_trial, mark["pool"], mark["paper_n"])
+                band = accepted_values(claim, per_trial, mark["pool"], mark["paper_n"])
             except MissingRows:
                 pass
         bands.append(band)
@@ -45,5 +46,5 @@ def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     tables = {name: read_parquet(path) for name, path in snakemake.input.items()}
     marks = pd.DataFrame(json.loads(snakemake.params.paper_values))
-    tables[PAPER_VALUES] = with_sampling_bands(marks, tables)
+    tables[PAPER_VALUES] = with_accepted_values(marks, tables)
     drawing(snakemake.wildcards.figure)(tables, snakemake.output.png, snakemake.output.pdf)

@@ -15,9 +15,10 @@ from a large pool of our trials (its sampling distribution; docs/statistics-and-
   k log-excesses over the (k+1)-th largest value are then i.i.d. exponential with rate alpha,
   so alpha * k / alpha_hat ~ Gamma(k, 1).
 - :func:`predictive`: the sampling distribution of ``measure`` over ``n`` trials drawn with
-  replacement from the pool, the central 95 % of it, and the two-sided tail probability of
-  the paper's value under it, with that probability's own 95 % interval from resampling the
-  pool (the pool is a finite sample too), widened to hold the probability itself.
+  replacement from the pool and the two-sided tail probability of the paper's value under
+  it, with that probability's own 95 % interval from resampling the pool (the pool is a
+  finite sample too), widened to hold the probability itself; and the range of values the
+  verdict accepts (:func:`accepted_range`).
 - :func:`far_tail`: the same tail probability where the pool's largest trials are replaced
   by a Pareto tail (fitted as :func:`hill` fits it), at each end of the tail index's
   interval: for a paper value beyond what the pool's own trials can reach.
@@ -101,11 +102,12 @@ def tail_probability(draws: np.ndarray, low: float, high: float | None = None) -
 @dataclass(frozen=True)
 class Predictive:
     """The sampling distribution of an ``n``-trial statistic from a ``pool``-trial pool:
-    its central 95 % (``low``, ``high``) and the paper value's tail probability ``p`` with
-    its 95 % interval (``p_low``, ``p_high``)."""
+    the range of values its verdict accepts (``accepted_low``, ``accepted_high``:
+    :func:`accepted_range`) and the paper value's tail probability ``p`` with its 95 %
+    interval (``p_low``, ``p_high``)."""
 
-    low: float
-    high: float
+    accepted_low: float
+    accepted_high: float
     p: float
     p_low: float
     p_high: float
@@ -119,25 +121,64 @@ def _statistics(pool: list[np.ndarray], measure: Callable, index: np.ndarray) ->
         return np.asarray(measure(*(s[index] for s in pool), axis=-1), dtype=float)
 
 
-def _central(draws: np.ndarray) -> tuple[float, float]:
-    """The central 95 % of the finite ``draws`` (NaN, NaN if none is)."""
-    finite = draws[~np.isnan(draws)]
+def _sampling(
+    pool: Sequence[np.ndarray], measure: Callable[..., np.ndarray], n: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``measure`` over ``n`` trials drawn from ``pool`` (one array per arm, paired: a draw
+    takes the same trials from each arm), :data:`DRAWS` times; and the same from each of
+    :data:`POOL_RESAMPLES` resamples of the pool, :data:`INNER_DRAWS` times (fixed seed)."""
+    pool = [np.asarray(s, dtype=float) for s in pool]
+    size = pool[0].size
+    rng = np.random.default_rng(SEED)
+    draws = _statistics(pool, measure, rng.integers(0, size, size=(DRAWS, n)))
+    resampled = []
+    for _ in range(POOL_RESAMPLES):
+        members = rng.integers(0, size, size=size)
+        inner = members[rng.integers(0, size, size=(INNER_DRAWS, n))]
+        resampled.append(_statistics(pool, measure, inner))
+    return draws, resampled
+
+
+def _tail_probabilities(draws: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:func:`tail_probability` of each of ``values`` under ``draws``, at once."""
+    ordered = np.sort(draws[~np.isnan(draws)])
+    if not ordered.size:
+        return np.full(values.shape, math.nan)
+    below = np.searchsorted(ordered, values, "right") / ordered.size
+    above = 1 - np.searchsorted(ordered, values, "left") / ordered.size
+    return np.minimum(1.0, 2 * np.minimum(below, above))
+
+
+def _p_interval(p, resampled_p) -> tuple:
+    """The 95 % interval of a tail probability ``p`` (or of each of an array of them) from
+    its values under the resampled pools, widened to hold ``p`` (a percentile interval can
+    miss its own estimate: p is capped at 1, which a resampled pool seldom reaches)."""
     half = (1 - CONFIDENCE) / 2
-    if not finite.size:
+    low, high = np.nanquantile(resampled_p, [half, 1 - half], axis=0)
+    return np.minimum(low, p), np.maximum(high, p)
+
+
+def accepted_range(draws: np.ndarray, resampled: list[np.ndarray]) -> tuple[float, float]:
+    """The smallest and largest value that :func:`predictive_verdict` calls ``consistent``
+    (its tail probability's interval at or above :data:`ALPHA`) among the ``draws``, for the
+    statistics ``draws`` of the pool and ``resampled`` of its resamples (:func:`_sampling`);
+    NaN, NaN where it accepts none."""
+    values = np.unique(draws[~np.isnan(draws)])
+    p = _tail_probabilities(draws, values)
+    p_low, _ = _p_interval(p, [_tail_probabilities(r, values) for r in resampled])
+    accepted = values[p_low >= ALPHA]
+    if not accepted.size:
         return math.nan, math.nan
-    low, high = np.quantile(finite, [half, 1 - half])
-    return float(low), float(high)
+    return float(accepted[0]), float(accepted[-1])
 
 
-def sampling_band(
+def accepted_values(
     pool: Sequence[np.ndarray], measure: Callable[..., np.ndarray], n: int
 ) -> tuple[float, float]:
-    """The central 95 % of ``measure`` over ``n`` trials drawn from ``pool`` (one array per
-    arm, paired): where an experiment of ``n`` trials would put its statistic. The same draws,
-    and so the same band, as :func:`predictive` (``low``, ``high``)."""
-    pool = [np.asarray(s, dtype=float) for s in pool]
-    rng = np.random.default_rng(SEED)
-    return _central(_statistics(pool, measure, rng.integers(0, pool[0].size, size=(DRAWS, n))))
+    """The range of values of ``measure`` over ``n`` trials of ``pool`` that the predictive
+    verdict accepts (:func:`accepted_range`, on the draws of :func:`predictive`): what a
+    figure draws beside the paper's value."""
+    return accepted_range(*_sampling(pool, measure, n))
 
 
 def predictive(
@@ -148,33 +189,18 @@ def predictive(
     high: float | None = None,
 ) -> Predictive:
     """Where the value ``low`` (or the range [``low``, ``high``]) falls in the sampling
-    distribution of ``measure`` over ``n`` trials.
+    distribution of ``measure`` over ``n`` trials (:func:`_sampling`), and the range of
+    values the verdict accepts.
 
     ``pool`` holds one array per arm, aligned on the same trials (paired arms: a draw takes
     the same trials from each); ``measure(*samples, axis=-1)`` reduces the last axis. Draws
     use a fixed seed, so the result is the same from run to run.
     """
-    pool = [np.asarray(s, dtype=float) for s in pool]
-    size = pool[0].size
-    rng = np.random.default_rng(SEED)
-
-    def statistics(index: np.ndarray) -> np.ndarray:
-        return _statistics(pool, measure, index)
-
-    draws = statistics(rng.integers(0, size, size=(DRAWS, n)))
-    central = _central(draws)
-    half = (1 - CONFIDENCE) / 2
+    draws, resampled = _sampling(pool, measure, n)
     p = tail_probability(draws, low, high)
-    resampled = []
-    for _ in range(POOL_RESAMPLES):
-        members = rng.integers(0, size, size=size)
-        inner = members[rng.integers(0, size, size=(INNER_DRAWS, n))]
-        resampled.append(tail_probability(statistics(inner), low, high))
-    p_low, p_high = np.nanquantile(resampled, [half, 1 - half])
-    # a percentile interval can miss its own estimate (p is capped at 1 and rarely reached
-    # by a resampled pool): the interval reported holds p
-    p_low, p_high = min(float(p_low), p), max(float(p_high), p)
-    return Predictive(*map(float, central), p, p_low, p_high, n, size)
+    p_low, p_high = _p_interval(p, [tail_probability(r, low, high) for r in resampled])
+    accepted = accepted_range(draws, resampled)
+    return Predictive(*accepted, p, float(p_low), float(p_high), n, len(pool[0]))
 
 
 @dataclass(frozen=True)
