@@ -17,6 +17,7 @@ import yaml
 from safetensors.numpy import load_file
 
 from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
+from matcond.claims.readings import SENSITIVITY_COLUMNS
 from matcond.figures.captions import report_label
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import entry
@@ -176,7 +177,7 @@ def test_every_expected_output_exists(finished, small_config):
         for ext in ("png", "pdf"):
             assert (finished / "results" / "figures" / f"{name}.{ext}").stat().st_size > 1000
     claims = pd.read_csv(finished / "results" / "claims.csv")
-    assert list(claims.columns) == CLAIM_COLUMNS
+    assert list(claims.columns) == [*CLAIM_COLUMNS, *SENSITIVITY_COLUMNS]
     assert set(claims["verdict"]) <= set(VERDICTS)
     assert (claims["verdict"] != "not comparable").sum() > len(claims) / 2
     # the small config is not the paper config: the papers' claims are measured, not judged

@@ -35,6 +35,7 @@ from matcond.claims.readings import (
     evaluate_readings,
     readings_scorecard,
     readings_summary,
+    with_sensitivity,
 )
 from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.trials import config_cells
@@ -318,6 +319,44 @@ def test_readings_evaluate_each_claim_under_each_arm(tables):
     assert list(readings["verdict"]) == ["reproduced", "not reproduced"]
     summary = readings_summary(readings)
     assert summary.loc[0, "reproduced_by"] == "init=gaussian"
+
+
+def test_the_sensitivity_counts_the_verdicts_under_the_admitted_readings():
+    """Per claim, its verdicts under the readings the stated facts admit (the others left
+    out, as are readings that do not measure it) and whether they are one; the scorecard
+    counts the claims the readings measure and those whose verdict does not depend on them."""
+    arms = ["init=gaussian, init_scale=0.01", "init=gaussian, init_scale=0.02",
+            "init=gaussian, init_scale=0.001", "init=torch_linear"]  # fmt: skip
+    readings = pd.DataFrame(
+        [
+            {"claim_id": claim_id, "arm": arm, "verdict": verdict}
+            for claim_id, verdicts in {
+                "robust": ["reproduced", "reproduced", "not reproduced", "not reproduced"],
+                "depends": ["reproduced", "inconclusive", "reproduced", "reproduced"],
+                "unmeasured": ["not comparable"] * 4,
+            }.items()
+            for arm, verdict in zip(arms, verdicts, strict=True)
+        ]
+    )
+    table = pd.DataFrame(
+        {
+            "claim_id": ["robust", "depends", "unmeasured", "elsewhere"],
+            "source": PAPER,
+            "verdict": "reproduced",
+        }  # fmt: skip
+    )
+    sensitivity = {"init": ["gaussian"], "init_scale": [0.01, 0.02, 0.03]}
+    out = with_sensitivity(table, readings, sensitivity).set_index("claim_id")
+    assert out["reading_verdicts"].to_dict() == {
+        "robust": "reproduced 2",
+        "depends": "reproduced 1, inconclusive 1",
+        "unmeasured": "",
+        "elsewhere": "",
+    }
+    assert out["reading_robust"].tolist() == [True, False, pd.NA, pd.NA]
+    card = scorecard(out.reset_index()).set_index("source")
+    assert card.loc[PAPER, ["readings measure", "reading-robust"]].tolist() == [2, 1]
+    assert with_sensitivity(table, readings, None)["reading_robust"].isna().all()
 
 
 def test_a_missing_baseline_of_the_direction_check_is_not_comparable(tables):

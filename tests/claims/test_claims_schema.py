@@ -281,6 +281,11 @@ MISTAKES = {
         "heavy_tail.exp1_dimension: 'paper_n' is a required property",
         "",
     ),
+    "a sensitivity setting no reading has": (
+        lambda claims: claims["sensitivity"].update(init_scael=[0.02]),
+        "sensitivity: 'init_scael' is no reading's arms_by setting",
+        "(did you mean 'init_scale'?)",
+    ),
     "a calibration claim misspelt": (
         lambda claims: claims["calibration"].update(kappa="exp1_kapa_d32"),
         "calibration: no claim 'exp1_kapa_d32'",

@@ -34,7 +34,8 @@ def read_snapshot(name: str) -> pd.DataFrame:
     return pd.read_csv(SNAPSHOT / name, engine="pyarrow")
 
 
-CLAIMS = read_snapshot("claims.csv").fillna({"note": ""})
+TEXT_COLUMNS = ("note", "law_statistic", "law_verdict", "reading_verdicts")  # empty: NaN in a CSV
+CLAIMS = read_snapshot("claims.csv").fillna(dict.fromkeys(TEXT_COLUMNS, ""))
 DEPTH = read_snapshot("depth_theory.csv")
 CALIBRATION = read_snapshot("calibration.csv")
 NUMBER = r"-?\d[\d,]*(?:\.\d+)?"

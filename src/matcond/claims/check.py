@@ -240,6 +240,13 @@ def validate_claims(claims: Any, experiments: Collection[str], file: str = CLAIM
             _check_table(table, experiments, f"{prefix}stands_for: ")
             if "component" in where:
                 _check_component(where["component"], f"{prefix}stands_for.{table}.component: ")
+    arms_by = {key for reading in readings for key in reading["arms_by"]}
+    for key in claims.get("sensitivity", {}):
+        if key not in arms_by:
+            raise ConfigError(
+                f"{file}: sensitivity: {key!r} is no reading's arms_by setting"
+                + did_you_mean(key, sorted(arms_by))
+            )
     ids = [c["claim_id"] for c in entries]
     calibration = claims.get("calibration", {})
     for name in [*calibration.get("facts", []), *filter(None, [calibration.get("kappa")])]:

@@ -13,11 +13,17 @@ from matcond.claims.evaluate import VERDICTS
 
 
 def scorecard(table: pd.DataFrame) -> pd.DataFrame:
-    """Verdict counts per source (the paper's claims apart from our own checks)."""
+    """Verdict counts per source (the paper's claims apart from our own checks), and where
+    the table has the readings' columns, how many claims the admitted readings measure and
+    how many of those keep one verdict under all of them (``reading-robust``)."""
     counts = pd.crosstab(table["source"], table["verdict"])
     counts = counts.reindex(index=[s for s in SOURCES if s in counts.index])
     counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
     counts.insert(0, "claims", counts.sum(axis=1))
+    if "reading_robust" in table:
+        robust = table["reading_robust"].astype("boolean").groupby(table["source"])
+        counts["readings measure"] = robust.count().reindex(counts.index, fill_value=0)
+        counts["reading-robust"] = robust.sum().reindex(counts.index, fill_value=0).astype(int)
     return counts.reset_index()
 
 
@@ -72,6 +78,8 @@ def summary_markdown(table: pd.DataFrame) -> str:
                     text += f" Law ({row.law_statistic}): {law}"
                     text += f" against [{row.law_band_low:.3g}, {row.law_band_high:.3g}]:"
                     text += f" {row.law_verdict}."
+                if getattr(row, "reading_verdicts", ""):
+                    text += f" Under the admitted readings: {row.reading_verdicts}."
                 if row.note:
                     text += f" Note: {row.note}."
                 lines.append(text)

@@ -120,6 +120,8 @@ def _claim_row(row, figures: Mapping[str, list[str]]) -> dict:
         companion = _estimate(row.companion, row.companion_ci_low, row.companion_ci_high)
         name = {"mean": "median", "median": "mean"}.get(row.statistic, "companion")
         ours_notes.append(f"{name}: {companion}")
+    if getattr(row, "reading_verdicts", ""):
+        ours_notes.append(f"under the admitted readings: {row.reading_verdicts}")
     if row.law_verdict:
         law = _estimate(row.law, row.law_ci_low, row.law_ci_high)
         law_band = f"[{_number(row.law_band_low)}, {_number(row.law_band_high)}]"

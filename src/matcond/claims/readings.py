@@ -24,6 +24,9 @@ from matcond.pipeline.trials import format_value
 
 READING_COLUMNS = ["reading", "arm", *CLAIM_COLUMNS]
 GOOD = ("reproduced", "consistent")  # the verdicts that count a claim as met
+# what the claims table adds from the readings (:func:`with_sensitivity`)
+SENSITIVITY_COLUMNS = ["reading_verdicts", "reading_robust"]
+UNMEASURED = ("not comparable", "not configured")
 
 
 def evaluate_readings(
@@ -67,6 +70,37 @@ def evaluate_readings(
         return {"reading": name, "arm": label, **row}
 
     return pd.DataFrame(forked_map(one, tasks, workers), columns=READING_COLUMNS)
+
+
+def admitted(arm: str, sensitivity: dict) -> bool:
+    """Whether the arm labelled ``arm`` ("init=gaussian, init_scale=0.02, row_log_std=0.5") has,
+    for each setting of ``sensitivity`` (config/claims.yaml), one of its values."""
+    settings = dict(part.split("=", 1) for part in arm.split(", "))
+    return all(
+        settings.get(key) in {format_value(v) for v in values}
+        for key, values in sensitivity.items()
+    )
+
+
+def with_sensitivity(
+    table: pd.DataFrame, readings: pd.DataFrame, sensitivity: dict | None
+) -> pd.DataFrame:
+    """The claims table with, per claim, its verdicts under the readings ``sensitivity``
+    admits (:func:`admitted`) that measure it (``reading_verdicts``: "reproduced 4,
+    inconclusive 2") and whether they are all one (``reading_robust``); empty and NA where
+    none measures it."""
+    verdicts, robust = {}, {}
+    if sensitivity and len(readings):
+        rows = readings[readings["arm"].map(lambda arm: admitted(arm, sensitivity))]
+        rows = rows[~rows["verdict"].isin(UNMEASURED)]
+        for claim_id, group in rows.groupby("claim_id", sort=False):
+            counts = group["verdict"].value_counts()
+            verdicts[claim_id] = ", ".join(f"{v} {n}" for v, n in counts.items())
+            robust[claim_id] = len(counts) == 1
+    return table.assign(
+        reading_verdicts=table["claim_id"].map(lambda claim_id: verdicts.get(claim_id, "")),
+        reading_robust=table["claim_id"].map(robust).astype("boolean"),
+    )
 
 
 def readings_summary(readings: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from matcond.claims.readings import (
     evaluate_readings,
     readings_scorecard,
     readings_summary,
+    with_sensitivity,
 )
 from matcond.pipeline.config import load_yaml
 from matcond.pipeline.files import read_parquet, write_parquet
@@ -27,6 +28,8 @@ def main(snakemake) -> None:
     tables = {Path(p).stem: read_parquet(p) for p in paths}
     differ = json.loads(snakemake.params.settings_differ)
     table = evaluate(claims, tables, differ, workers=snakemake.threads)
+    readings = evaluate_readings(claims, tables, workers=snakemake.threads)
+    table = with_sensitivity(table, readings, claims.get("sensitivity"))
     table.to_csv(snakemake.output.csv, index=False)
     # the same table, so the damage check can tell a cut CSV (paper_value as text: mixed types)
     write_parquet(table.astype({"paper_value": str}), snakemake.output.parquet)
@@ -39,7 +42,6 @@ def main(snakemake) -> None:
     scorecard = landing_scorecard(table, figures, claims.get("findings"))
     Path(snakemake.output.scorecard).write_text(scorecard)
     print(sections["Scorecard"].to_string(index=False), file=sys.stderr)
-    readings = evaluate_readings(claims, tables, workers=snakemake.threads)
     write_parquet(readings, snakemake.output.readings)
     readings.to_csv(snakemake.output.readings_csv, index=False)
     calibration = claims.get("calibration")
