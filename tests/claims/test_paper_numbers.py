@@ -1,15 +1,21 @@
-"""Every number of the three condition-number documents (the paper, its slides, its peer review)
-is accounted for by the ledger config/paper_numbers.yaml: each occurrence has an entry that
-names the claim(s) of config/claims.yaml checking it, or says why none does (`left_out`).
+"""Every number of the four documents of both papers (the condition-number paper, its slides, its
+peer review, and the Gauss-Newton paper) is accounted for by the ledger config/paper_numbers.yaml:
+each occurrence has an entry that names the claim(s) of config/claims.yaml checking it, or says
+why none does (`left_out`).
 
 A number is what NUMBER matches ("0.27", "13,167", "6.6×10^{-5}", "10^{-4}"; a percentage's
 number without its "%") in a document once SKIP has blanked what is no number of the text:
-the reference list, section and list numbers opening a line ("4.1 Component", "1. SUMMARY"),
-references to figures, sections and experiments ("Figure 3", "Exp. 4"), citations ("[10, 11]"),
-enumerations ("(1)") and years before a ")" ("(2026)"). Digits glued to a letter, "_" or "^"
-are no number either (review item S4, σ_1, W_2, the square of 0.01^2). Numbers are compared as
-printed, without thousands separators, spaces and braces (1,510 = 1510; 6.6 \\times 10^{-5} =
-6.6×10^-5). An entry stands for one occurrence, or `count` of them.
+the reference lists, section and list numbers opening a line ("4.1 Component", "1. SUMMARY"),
+references to figures, sections, experiments, equations and lemmas ("Figure 3", "Exp. 4",
+"Eq. (10)", "Lemma 2"), citations ("[10, 11]", "[Kingma and Ba, 2014]"), enumerations and
+equation numbers ("(1)", "(27)") and years before a ")" ("(2026)"). Digits glued to a letter,
+"_" or "^" are no number either (review item S4, σ_1, W_2, the square of 0.01^2). The
+Gauss-Newton paper is the text of a web page that prints each formula four times: as shown
+("n=1000"), then as content MathML ("𝑛1000"), as TeX ("n=1000") and as spoken math
+("italic_n = 1000"); SKIP blanks the last three, so a formula's numbers count once, as shown
+(the few copies it cannot find have ledger entries that say so).
+Numbers are compared as printed, without thousands separators, spaces and braces (1,510 = 1510;
+6.6 \\times 10^{-5} = 6.6×10^-5). An entry stands for one occurrence, or `count` of them.
 """
 
 import re
@@ -26,18 +32,41 @@ DOCUMENTS = [
     "condition-number-paper.txt",
     "condition-number-slides.txt",
     "condition-number-peer-review.txt",
+    "gauss-newton-conditioning-paper.txt",
 ]
 LEDGER = load_yaml(REPO / "config" / "paper_numbers.yaml")
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")["claims"]
 CLAIM_IDS = {claim["claim_id"] for claim in CLAIMS}
 
+# The Gauss-Newton paper's formulas (see the docstring): a spoken-math token starts so ("italic_n",
+# "start_POSTSUPERSCRIPT", "over^"); a token of spoken math is one of those, symbols, a number or a
+# word before one ("divide start_ARG", "square-root start_ARG", "\\text{for}" read "for italic_j").
+SPOKEN = r"(?:italic|bold|roman|blackboard|caligraphic|start|end)_|over\^"
+SPOKEN_TOKEN = (
+    rf"(?:(?:{SPOKEN})\S*|[^\sA-Za-z\d]+|\d+(?:\.\d+)?[^\sA-Za-z\d]*"
+    rf"|[A-Za-z-]+(?=(?: [A-Za-z-]+){{0,2}} (?:{SPOKEN})))(?!\S)"
+)
+# Content MathML, the second printing, starts at a math-italic letter ("𝑛", "𝛼"; the shown
+# formula has plain ones) or an operator's name glued to the shown formula ("superscript").
+MATHML = (
+    r"(?<=\S)(?:[\U0001D434-\U0001D467\U0001D6E2-\U0001D71B]|subscript|superscript"
+    r"|tensor-product|formulae-sequence|succeeds|similar-to|much-greater-than|assign|absent)"
+)
+# A formula's content MathML and TeX, up to its spoken math, and that to its end.
+FORMULA_COPIES = rf"{MATHML}[^\n]*?(?={SPOKEN})(?:{SPOKEN_TOKEN})(?: +(?:{SPOKEN_TOKEN}))*"
+
 SKIP = re.compile(
     r"(?ms)^REFERENCES\n.*"  # the reference list, to the end
+    r"|^References\n.*?(?=^Appendix A )"  # the GN paper's, before its appendices
     r"|^\s*\d+(?:\.\d+)*\.?[ \t]+(?=[A-Z])"  # section, list numbers: "4.1 Component", "1. SUMMARY"
-    r"|(?:Figure|Fig\.|Table|Section|Exp\.|Experiment|Eq\.)\s*\d+(?:\.\d+)?"
+    r"|(?:Figure|Fig\.|Table|Section|Exp\.|Experiment|Eq\.|Equation|Lemma|Corollary)\s*\d+(?:\.\d+)?"
     r"|\[\d+(?:,\s*\d+)*\]"  # citations
-    r"|\(\d\)"  # enumerations
+    r"|\[[A-Z][^\[\]\n]*?(?:19|20)\d\d\]"  # author-year citations: "[Kingma and Ba, 2014]"
+    r"|\(\d\d?\)"  # enumerations, equation numbers: "(1)", "(27)", "Eq. (10)"
     r"|(?:19|20)\d\d(?=\))"  # years: "(2026)", "et al., 2018)"
+    r"|^See \d+$"  # a restated lemma's label: "See 2" (Lemma 2)
+    rf"|{FORMULA_COPIES}"  # the GN paper's formulas printed again
+    rf"|(?:{SPOKEN})\S*(?: +(?:{SPOKEN_TOKEN}))*"  # spoken math FORMULA_COPIES does not reach
 )
 NUMBER = re.compile(
     r"(?<![\w.,^])(?:"
@@ -72,7 +101,7 @@ def claims_of(entry: dict) -> list[str]:
     return [claim] if isinstance(claim, str) else claim
 
 
-def test_the_ledger_holds_the_three_documents():
+def test_the_ledger_holds_the_four_documents():
     assert sorted(LEDGER) == sorted(DOCUMENTS)
 
 
