@@ -154,7 +154,13 @@ def _p_interval(p, resampled_p) -> tuple:
     its values under the resampled pools, widened to hold ``p`` (a percentile interval can
     miss its own estimate: p is capped at 1, which a resampled pool seldom reaches)."""
     half = (1 - CONFIDENCE) / 2
-    low, high = np.nanquantile(resampled_p, [half, 1 - half], axis=0)
+    resampled_p = np.asarray(resampled_p, dtype=float)
+    # a resampled pool with no finite statistic gives NaN for every value: its row is left
+    # out (what nanquantile does, at a fortieth of its cost)
+    finite = resampled_p[~np.isnan(resampled_p.reshape(len(resampled_p), -1)).any(axis=1)]
+    if not finite.size:
+        return np.minimum(math.nan, p), np.maximum(math.nan, p)
+    low, high = np.quantile(finite, [half, 1 - half], axis=0)
     return np.minimum(low, p), np.maximum(high, p)
 
 
