@@ -45,6 +45,7 @@ STATISTICS = [
     ("measured", "ci_low", "ci_high"),
     ("companion", "companion_ci_low", "companion_ci_high"),
     ("p_value", "p_low", "p_high"),  # a predictive verdict's tail probability
+    ("law", "law_ci_low", "law_ci_high"),  # a law's statistic
 ]
 # a depth_theory cell: the measured median κ error and the prediction's ratio to it
 DEPTH_STATISTICS = [
