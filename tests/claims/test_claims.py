@@ -764,3 +764,34 @@ def test_calibration_rejects_by_the_facts_and_picks_by_the_kappa_claim():
     card = readings_scorecard(readings, calibration).set_index("arm")
     assert card["held-out claims"].tolist() == [1, 1, 1]
     assert card.loc["B", "not reproduced"] == 1 and card.loc["C", "consistent"] == 1
+
+
+def test_a_claim_on_fewer_trials_than_its_rule_can_judge_says_so():
+    """One trial has no interval (a median), and a pool of 10 trials or fewer no tail index
+    (a mean: the heavy-tail rule cannot choose its verdict): *too few trials*, with the
+    count, instead of a verdict; 11 trials are judged."""
+    rng = np.random.default_rng(3)
+    tables = {
+        "one": pd.DataFrame(trial_rows("row_norms", [0.13])),
+        "ten": pd.DataFrame(trial_rows("condition_number", rng.pareto(1.0, 10))),
+        "eleven": pd.DataFrame(trial_rows("condition_number", rng.pareto(1.0, 11))),
+    }
+    row_norm = {"component": "row_norms"}
+    kappa = {"component": "condition_number"}
+    table = run(
+        tables,
+        claim("one", 0.13, table="one", filter=row_norm, statistic="median"),
+        claim("one_mean", 0.13, table="one", filter=row_norm),
+        claim("ten", 1.0, table="ten", filter=kappa),
+        claim("eleven", 1.0, table="eleven", filter=kappa),
+    )
+    assert table.loc["one", "verdict"] == "too few trials"
+    assert "1 trial: no interval to judge" in table.loc["one", "note"]
+    assert table.loc["one_mean", "verdict"] == "too few trials"  # a mean: the pool's count
+    assert table.loc["ten", "verdict"] == "too few trials"
+    assert (
+        "needs more than 10 trials of ten for a tail index; it has 10" in table.loc["ten", "note"]
+    )
+    assert table.loc[["one", "ten"], ["ci_low", "ci_high"]].isna().all().all()
+    assert table.loc["eleven", "verdict"] != "too few trials"
+    assert table.loc["eleven", "rule"] == "predictive"

@@ -16,13 +16,13 @@ SEEDS = 200
 REPO = Path(__file__).resolve().parents[2]
 
 
-def heavy_tables(factor: float) -> dict[str, pd.DataFrame]:
+def heavy_tables(factor: float, seeds: int = SEEDS) -> dict[str, pd.DataFrame]:
     """Two arms per seed of a Pareto(1) error (no mean: the tail index is 1), the arm ``big``
     ``factor`` times the arm ``small`` in distribution; the seed's draw is shared by both."""
     rng = np.random.default_rng(7)
-    shared = rng.pareto(1.0, SEEDS) + 1.0
-    arms = {"small": shared * rng.lognormal(0, 0.3, SEEDS)}
-    arms["big"] = factor * shared * rng.lognormal(0, 0.3, SEEDS)
+    shared = rng.pareto(1.0, seeds) + 1.0
+    arms = {"small": shared * rng.lognormal(0, 0.3, seeds)}
+    arms["big"] = factor * shared * rng.lognormal(0, 0.3, seeds)
     rows = [
         {
             "setting": name,
@@ -122,6 +122,17 @@ def test_an_improvement_is_judged_on_the_improvement_of_medians():
     assert row["law"] == pytest.approx(0.5, abs=0.15)
     assert row["verdict"] == "reproduced"
     assert judged(claim, 2.0)["verdict"] == "not reproduced"
+
+
+def test_a_range_on_too_few_trials_for_a_tail_index_is_still_judged_on_its_medians():
+    """Ten trials: no tail index, so a point value gets *too few trials*, but a law stated as
+    a range is judged on the ratio of medians, which exists whatever the tail."""
+    tables = heavy_tables(4.0, seeds=10)
+    law = evaluate({"claims": [law_claim([1.0, math.inf])]}, tables).iloc[0]
+    assert law["law_statistic"] == "ratio (median)" and law["law_verdict"] == "holds"
+    assert law["verdict"] == "reproduced"
+    point = evaluate({"claims": [law_claim(4.0)]}, tables).iloc[0]
+    assert point["verdict"] == "too few trials" and point["law_verdict"] == "holds"
 
 
 def test_a_claim_without_a_direction_has_no_law():

@@ -49,6 +49,9 @@ larger of ``default_tolerance`` (relative) and half a unit of its printed precis
   improvements, gaps and correlations): a range's verdict is its law's, never
   ``consistent``; a point value keeps its verdict only where its direction holds, and is
   ``direction only`` where the direction holds and the value does not;
+- ``too few trials``: a claim the heavy-tail rule would judge on a pool of 10 trials or
+  fewer (no tail index, so no rule to choose), or one judged by its interval on a single
+  trial (no interval); the note gives the count;
 - ``not comparable``: the rows are missing or the measurement is not finite;
 - ``not configured``: the claim's experiment is not in the config;
 - ``settings differ``: a paper's claim whose experiment (or GN sweep) this run configures
@@ -66,6 +69,7 @@ from matcond.claims.arms import BOUNDED, MissingRows, cells
 from matcond.claims.check import OWN, claim_source, heavy_tail_setting
 from matcond.claims.measure import (
     DEFAULT_THRESHOLD,
+    EXTREMES,
     THEORY_BAND,
     band,
     estimate,
@@ -124,6 +128,7 @@ VERDICTS = (
     "direction only",
     "inconclusive",
     "not reproduced",
+    "too few trials",
     "settings differ",
     "not comparable",
     "not configured",
@@ -216,7 +221,11 @@ def evaluate_claim(
         heavy = ""
         if _heavy_tail_applies(claim, statistic) and math.isfinite(value):
             heavy = _judge_heavy_tail(claim, row, tables, pool or claim["table"], paper_n or n)
-        if "expect" in claim and row["verdict"] != "not comparable":
+        judged = row["verdict"] not in ("not comparable", "too few trials")
+        if n < 2 and row["rule"] == "interval" and statistic not in EXTREMES and judged:
+            row.update(verdict="too few trials", ci_low=nan, ci_high=nan)
+            heavy = f"{n} trial: no interval to judge"
+        if "expect" in claim and row["verdict"] != "not comparable" and n >= 2:
             judge_law(claim, row, tables)
     except MissingRows as err:
         return {**row, "verdict": "not comparable", "note": str(err)}
@@ -293,6 +302,13 @@ def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -
     digits allow) a plausible ``paper_n``-trial statistic of the pool? The bootstrap interval
     of a mean that may not exist is not reported. Returns the note of a predictive verdict."""
     samples, measure, used = _pool_samples(claim, tables, pool)
+    pool_n = min(s.size for s in samples)
+    if pool_n <= heavy_tail.HILL_MIN_K:  # no tail index: the rule cannot tell which to apply
+        row.update(verdict="too few trials", ci_low=math.nan, ci_high=math.nan)
+        return (
+            f"the heavy-tail rule needs more than {heavy_tail.HILL_MIN_K} trials of {used} for "
+            f"a tail index; it has {pool_n}"
+        )
     tails = [heavy_tail.hill(s) for s in samples]
     worst = min(tails, key=lambda t: t.low if not math.isnan(t.low) else -math.inf)
     row.update(tail_index=worst.estimate, tail_index_low=worst.low, tail_index_high=worst.high)
@@ -365,11 +381,12 @@ def judge_law(claim: dict, row: dict, tables) -> None:
     """The law a claim with ``expect`` states (a direction, growth, ordering or improvement),
     judged on a population statistic that exists (docs/statistics-and-verdicts.md, "Laws"):
     the claim's own statistic under the interval rule, the median in place of the mean under
-    the predictive one, against the paper's range or the claimed side of the threshold. Fills
-    the ``law*`` columns and gives the row the claim's verdict: a range's is its law's; a
-    point value keeps its own only where its direction holds."""
+    the predictive one (or where the pool is too small to choose), against the paper's range
+    or the claimed side of the threshold. Fills the ``law*`` columns and gives the row the
+    claim's verdict: a range's is its law's; a point value keeps its own only where its
+    direction holds."""
     law_claim, threshold = _direction_claim(claim)
-    if row["rule"] == "predictive":
+    if row["rule"] == "predictive" or row["verdict"] == "too few trials":  # a mean may not exist
         law_claim = {**law_claim, "statistic": "median"}
     arms, measure, statistic = measurement(law_claim, tables)
     value, low, high, _, _ = estimate(arms, measure)
@@ -387,6 +404,8 @@ def judge_law(claim: dict, row: dict, tables) -> None:
         direction = _inside(low, high, *side) == "holds"
         fails = "direction only" if direction else "not reproduced"
         row["verdict"] = {"holds": "reproduced", "undecided": "inconclusive"}.get(law, fails)
+    elif point == "too few trials":  # the value cannot be judged, whatever its direction
+        pass
     elif law == "holds":
         row["verdict"] = "direction only" if point == "not reproduced" else point
     elif law == "undecided":

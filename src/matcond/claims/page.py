@@ -30,6 +30,7 @@ COLOURS = {
     "inconclusive": "#9a6700",
     "not reproduced": "#cf222e",
     "settings differ": "#8250df",
+    "too few trials": "#6e7781",
     "not comparable": "#6e7781",
     "not configured": "#6e7781",
 }
