@@ -11,7 +11,9 @@ import pytest
 from matplotlib.collections import PathCollection
 
 from matcond.claims.check import paper_values
+from matcond.claims.evaluate import VERDICTS
 from matcond.figures import paper as paper_figures
+from matcond.figures.controls import VERDICT_COLORS
 from matcond.figures.marks import OURS_BAND_LABEL, mark_paper, paper_rows
 from matcond.figures.style import (
     MIN_INTERVAL_N,
@@ -276,3 +278,9 @@ def test_fig8_draws_the_papers_ratio_of_means_and_the_laws_ratio_of_medians(monk
             "median kappa / median norm error (the law's)": [2.0, 2.0],
         }
     plt.close(drawn["fig"])
+
+
+def test_the_readings_figure_has_a_colour_for_every_verdict():
+    """A verdict the claims table can give that the readings figure has no colour for stops
+    the plot job (it did for *too few trials*)."""
+    assert set(VERDICT_COLORS) == set(VERDICTS)

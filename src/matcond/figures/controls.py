@@ -37,6 +37,8 @@ VERDICT_COLORS = {
     "direction only": "#b8e186",
     "inconclusive": "#d9d9d9",
     "not reproduced": "#e41a1c",
+    "too few trials": "#f0f0f0",
+    "settings differ": "#cab2d6",
     "not comparable": "#ffffff",
     "not configured": "#ffffff",
 }
