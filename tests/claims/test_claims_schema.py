@@ -276,6 +276,11 @@ MISTAKES = {
         "heavy_tail: exp1_dimension: pool: 'pool_exp1_dim' is not an experiment",
         "(did you mean 'pool_exp1_dimension'?)",
     ),
+    "a paper's number of trials too large to draw": (
+        lambda claims: claims["heavy_tail"]["exp1_dimension"].update(paper_n=10**9),
+        "heavy_tail.exp1_dimension.paper_n: 1000000000 is greater than the maximum of 1000",
+        "",
+    ),
     "a heavy-tail entry without the paper's number of trials": (
         lambda claims: claims["heavy_tail"]["exp1_dimension"].pop("paper_n"),
         "heavy_tail.exp1_dimension: 'paper_n' is a required property",
