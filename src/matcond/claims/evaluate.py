@@ -136,6 +136,16 @@ VERDICTS = (
 FEW_TRIALS = 5  # below this many trials a claim's note warns that its interval undercovers
 
 
+def _inside(low: float, high: float, band_low: float, band_high: float) -> str:
+    """``holds`` where [low, high] lies inside the band, ``fails`` where outside, else (an
+    edge inside it, or an interval that is not finite) ``undecided``."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "undecided"
+    if band_low <= low and high <= band_high:
+        return "holds"
+    return "fails" if high < band_low or low > band_high else "undecided"
+
+
 def verdict(claim: dict, measured: dict) -> str:
     """The claim's verdict from its interval (see the module docstring; a law's direction:
     :func:`judge_law`)."""
@@ -147,13 +157,8 @@ def verdict(claim: dict, measured: dict) -> str:
         extreme = claim.get("statistic")
         if (extreme == "min" and value < band_low) or (extreme == "max" and value > band_high):
             return "not reproduced"
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return "inconclusive"
-    if band_low <= low and high <= band_high:
-        return "reproduced"
-    if high < band_low or low > band_high:
-        return "not reproduced"
-    return "inconclusive"
+    inside = _inside(low, high, band_low, band_high)
+    return {"holds": "reproduced", "fails": "not reproduced"}.get(inside, "inconclusive")
 
 
 def _companion(claim: dict, tables, statistic: str) -> tuple[float, float, float]:
@@ -357,16 +362,6 @@ def _direction_claim(claim: dict) -> tuple[dict, float]:
     return claim, claim.get("expect_than", DEFAULT_THRESHOLD.get(kind, 0.0))
 
 
-def _inside(low: float, high: float, band_low: float, band_high: float) -> str:
-    """``holds`` where [low, high] lies inside the band, ``fails`` where outside, else (an
-    edge inside it, or an interval that is not finite) ``undecided``."""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return "undecided"
-    if band_low <= low and high <= band_high:
-        return "holds"
-    return "fails" if high < band_low or low > band_high else "undecided"
-
-
 def _law_name(claim: dict, statistic: str) -> str:
     """The law's statistic in words: ``smallest ratio (median) over dim``."""
     kind = claim.get("kind", "value")
@@ -386,10 +381,19 @@ def judge_law(claim: dict, row: dict, tables) -> None:
     claim's verdict: a range's is its law's; a point value keeps its own only where its
     direction holds."""
     law_claim, threshold = _direction_claim(claim)
-    if row["rule"] == "predictive" or row["verdict"] == "too few trials":  # a mean may not exist
-        law_claim = {**law_claim, "statistic": "median"}
-    arms, measure, statistic = measurement(law_claim, tables)
-    value, low, high, _, _ = estimate(arms, measure)
+    median = row["rule"] == "predictive" or row["verdict"] == "too few trials"  # no mean, maybe
+    if law_claim is claim and not median:  # the claim's own measurement
+        statistic, value, low, high = (
+            row[k] for k in ("statistic", "measured", "ci_low", "ci_high")
+        )
+    elif law_claim is claim and row["statistic"] == "mean":  # its companion is the median's
+        statistic = "median"
+        value, low, high = (row[k] for k in ("companion", "companion_ci_low", "companion_ci_high"))
+    else:
+        if median:
+            law_claim = {**law_claim, "statistic": "median"}
+        arms, measure, statistic = measurement(law_claim, tables)
+        value, low, high, _, _ = estimate(arms, measure)
     greater = claim["expect"] == "greater"
     side = (threshold, math.inf) if greater else (-math.inf, threshold)
     paper = claim["paper_value"]
