@@ -289,8 +289,7 @@ def fig8_sensitivity(tables: Tables, png: str, pdf: str) -> None:
             values = rows.pivot_table(index=x, columns="component", values=statistic)
             ratio = values["condition_number"] / values["row_norms"]
             twin.plot(ratio.index, ratio, style, marker="x", label=label)
-        twin.set_yscale("log")
-        twin.set_ylabel("kappa / norm error ratio")
+        error_axis(twin, "kappa / norm error ratio")
         twin.grid(False)
         ax.set_title(f"{x.replace('_', ' ')} ({n_label(rows)})")
     lines_, labels = ax.get_legend_handles_labels()
