@@ -258,11 +258,13 @@ def test_adding_a_dimension_runs_only_its_trials_and_their_downstream(finished, 
 
 def test_the_small_runs_console_shows_progress_and_problems_only(finished):
     """The small run's console (the profile's logger, src/snakemake_logger_plugin_matcond):
-    its header and job counts, ten progress lines, the diverged trials' line; no job's
-    description. The complete log keeps every job's."""
+    its job counts in one line, ten progress lines, the diverged trials' line; no job's
+    description and not Snakemake's banner. The complete log keeps every job's."""
     console = (finished.parent / "small_run.console").read_text()
     lines = console.splitlines()
-    assert len(lines) <= 200, len(lines)
+    assert len(lines) <= 40, len(lines)
+    assert [x for x in lines if re.fullmatch(r"\d+ jobs: \d+ \w+(, \d+ \w+)*", x)]
+    assert "Job stats:" not in console and "Workflow ID" not in console
     progress = [x for x in lines if re.fullmatch(r"\d+ of \d+ steps \(\d+%\) done", x)]
     assert 10 <= len(progress) <= 12 and progress[-1].endswith("(100%) done")
     assert not any(re.match(r"(local)?rule \w+:$", x) for x in lines)

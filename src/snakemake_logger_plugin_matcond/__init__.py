@@ -26,6 +26,15 @@ from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 PER_JOB = {LogEvent.JOB_INFO, LogEvent.GROUP_INFO, LogEvent.JOB_STARTED, LogEvent.JOB_FINISHED}
 PER_JOB |= {LogEvent.SHELLCMD}
 SCHEDULER_LINES = ("Select jobs to execute...",)
+# Set-up chatter of every run: Snakemake's banner and what it says about its own settings.
+SETUP_EVENTS = {LogEvent.WORKFLOW_STARTED}
+SETUP_LINES = (
+    "Assuming unrestricted shared filesystem usage.",
+    "Using shell: ",
+    "Rules claiming more threads will be scaled down.",
+    "Conda environments: ignored",
+    "Singularity containers: ignored",
+)
 JOB_HEREDOC = "<<'MATCOND_JOB'"  # in every rule's command (workflow/rules/common.smk, JOB)
 PROGRESS_STEPS = 10  # progress lines per run
 
@@ -41,13 +50,25 @@ def shown(record: logging.LogRecord, everything: bool, last_step: int) -> tuple[
         # Snakemake's exception record: the job's error line says what failed
         return JOB_HEREDOC not in record.getMessage(), last_step
     event = getattr(record, "event", None)
-    if event in PER_JOB or record.getMessage() in SCHEDULER_LINES:
+    message = record.getMessage()
+    if event in PER_JOB or event in SETUP_EVENTS or message in SCHEDULER_LINES:
+        return False, last_step
+    if message.startswith(SETUP_LINES):
         return False, last_step
     if event == LogEvent.PROGRESS:
         done, total = record.done, max(record.total, 1)
         step = done * PROGRESS_STEPS // total
         return (step > last_step or done == total), max(step, last_step)
     return True, last_step
+
+
+def jobs_line(stats: dict) -> str:
+    """Snakemake's table of jobs per rule (a run-info record's ``stats``, rule -> count,
+    ``total`` included) as one line, the largest count first: "224 jobs: 89 train, ..."."""
+    counts = {rule: n for rule, n in stats.items() if rule != "total"}
+    total = stats.get("total", sum(counts.values()))
+    parts = [f"{n} {rule}" for rule, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return f"{total} jobs: " + ", ".join(parts)
 
 
 # The last line of a Python traceback: "package.module.SomeError: what went wrong".
@@ -102,8 +123,11 @@ class LogHandler(LogHandlerBase):
     def emit(self, record: logging.LogRecord) -> None:
         everything = self.common_settings.dryrun or (self.settings and self.settings.jobs)
         show, self.last_step = shown(record, everything, self.last_step)
-        if show and not everything and getattr(record, "event", None) == LogEvent.JOB_ERROR:
+        event = getattr(record, "event", None)
+        if show and not everything and event == LogEvent.JOB_ERROR:
             print(job_error_line(record), file=self.console.stream, flush=True)
+        elif show and not everything and event == LogEvent.RUN_INFO and hasattr(record, "stats"):
+            print(jobs_line(record.stats), file=self.console.stream, flush=True)
         elif show:
             self.console.setFormatter(self.formatter)
             self.console.emit(record)

@@ -88,3 +88,37 @@ def test_a_failed_job_is_one_line_with_its_error_and_its_log(tmp_path):
     command = record(logging.ERROR, "CalledProcessError: Command 'job.py <<'MATCOND_JOB'\n{...}")
     assert shown(command, everything=False, last_step=0) == (False, 0)
     assert shown(command, everything=True, last_step=0) == (True, 0)
+
+
+def test_a_run_leaves_out_snakemakes_banner_and_set_up_lines():
+    """The first screen was a third Snakemake's banner, its settings and its job table."""
+    chatter = [
+        record(event=LogEvent.WORKFLOW_STARTED, msg=None),
+        record(msg="Assuming unrestricted shared filesystem usage."),
+        record(msg="Using shell: /usr/bin/bash"),
+        record(msg="Rules claiming more threads will be scaled down."),
+        record(msg="Conda environments: ignored"),
+    ]
+    for rec in chatter:
+        assert shown(rec, everything=False, last_step=0) == (False, 0)
+        assert shown(rec, everything=True, last_step=0) == (True, 0)
+    for kept in ("Building DAG of jobs...", "Provided cores: 2", "Nothing to be done."):
+        assert shown(record(msg=kept), everything=False, last_step=0)[0]
+
+
+def test_the_job_table_is_one_line_largest_count_first(capsys):
+    from types import SimpleNamespace
+
+    from snakemake_logger_plugin_matcond import LogHandler, jobs_line
+
+    stats = {"gn_sweep": 17, "train": 89, "plot": 53, "all": 1, "claims": 1, "total": 161}
+    assert jobs_line(stats) == "161 jobs: 89 train, 53 plot, 17 gn_sweep, 1 all, 1 claims"
+    table = record(event=LogEvent.RUN_INFO, msg="Job stats:\n...", stats=stats)
+    handler = LogHandler(SimpleNamespace(dryrun=False, nocolor=True, stdout=False), None)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.emit(table)
+    assert capsys.readouterr().err == jobs_line(stats) + "\n"
+    dry = LogHandler(SimpleNamespace(dryrun=True, nocolor=True, stdout=False), None)
+    dry.setFormatter(logging.Formatter("%(message)s"))
+    dry.emit(table)  # a dry run's job table is what it is for
+    assert capsys.readouterr().err == "Job stats:\n...\n"
