@@ -4,9 +4,9 @@ beside the docs (docs/paper-run/claims.csv, written by rule `claims` on config/c
 for the depth formula's cells (docs/depth-theory.md), of that run's depth_theory table
 (docs/paper-run/depth_theory.csv, written by rule `depth_theory`); and the claims table holds
 exactly the claims of config/claims.yaml. After changing claims.yaml or the code that judges a
-claim, run the paper config again and copy results/claims.csv, results/summary.md and
-results/tables/depth_theory.csv there; then fix the numbers this test names in README.md and
-docs/*.md."""
+claim, run the paper config again and keep its results there (`python
+scripts/snapshot_paper_run.py <run directory>`); then fix the numbers this test names in
+README.md and docs/*.md."""
 
 import re
 from pathlib import Path
