@@ -12,6 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from matcond.claims.arms import arm
 from matcond.claims.measure import THEORY_BAND
+from matcond.figures.axes import decade_scale, integer_axis, sweep_axis
 from matcond.figures.marks import legend_outside
 from matcond.figures.style import (
     ERROR_LABEL,
@@ -68,8 +69,8 @@ def theory(tables: Tables, png: str, pdf: str) -> None:
     (by_dim, by_epoch), (by_noise, by_batch) = axes
     dims = kappa[kappa["experiment"].isin(["exp1_dimension", "exp1_large_dims"]) & last]
     _theory_panel(by_dim, dims, "dim")
-    by_dim.set_xscale("log", base=2)
-    by_dim.set_yscale("log")
+    sweep_axis(by_dim, dims["dim"])
+    decade_scale(by_dim)
     by_dim.set_xlabel("dimension d")
     by_dim.set_title("kappa error vs d (exp1): median, 95% CI")
     long = table[table["experiment"].isin(["exp9_long", "ctrl_noise_free"])]
@@ -82,19 +83,20 @@ def theory(tables: Tables, png: str, pdf: str) -> None:
             by_epoch, part["epoch"], part["measured"], part["ci_low"], part["ci_high"], color, label
         )
         by_epoch.plot(part["epoch"], part["predicted"], "--", color=color, lw=1)
-    by_epoch.set_yscale("log")
+    decade_scale(by_epoch)
+    integer_axis(by_epoch.xaxis)
     by_epoch.set_xlabel("epoch")
     by_epoch.set_title("d = 128 along training (dashed: predicted)")
     noise = kappa[(kappa["experiment"] == "ctrl_noise") & last]
     _theory_panel(by_noise, noise, "noise_std")
     by_noise.set_xscale("symlog", linthresh=1e-3)
-    by_noise.set_yscale("log")
+    decade_scale(by_noise)
     by_noise.set_xlabel("label noise std")
     by_noise.set_title("kappa error vs label noise (d = 64)")
     batch = kappa[(kappa["experiment"] == "ctrl_batch_size") & last]
     _theory_panel(by_batch, batch, "batch_size", by="dim")
-    by_batch.set_xscale("log", base=2)
-    by_batch.set_yscale("log")
+    sweep_axis(by_batch, batch["batch_size"])
+    decade_scale(by_batch)
     by_batch.set_xlabel("batch size")
     by_batch.set_title("kappa error vs batch size")
     for ax in axes.flat:
@@ -130,15 +132,17 @@ def theory_held_out(tables: Tables, png: str, pdf: str) -> None:
     for ax, xlabel in ((by_step, "lr (d + 1) / batch size"), (by_dim, "dimension d")):
         ax.axhspan(*THEORY_BAND, color="0.85", zorder=0, label="band of the checks")
         ax.axhline(1.0, color="black", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_yticks([0.25, 0.5, THEORY_BAND[0], 1.0, THEORY_BAND[1], 2.0, 4.0])
-        ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+        if decade_scale(ax):
+            ax.set_yticks([0.25, 0.5, THEORY_BAND[0], 1.0, THEORY_BAND[1], 2.0, 4.0])
+            ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(mticker.NullFormatter())
         ax.set_xlabel(xlabel)
         ax.set_ylabel("predicted / measured")
-    by_step.set_xscale("log")
-    by_step.xaxis.set_minor_formatter(mticker.NullFormatter())  # decades only: no overlaps
-    by_dim.set_xscale("log", base=2)
+    if decade_scale(by_step, "x"):
+        by_step.xaxis.set_minor_formatter(mticker.NullFormatter())  # decades only: no overlaps
+    else:
+        by_step.xaxis.set_major_locator(mticker.MaxNLocator(4))  # 0.0025 ... side by side overlap
+    sweep_axis(by_dim, table["dim"])
     legend_outside(by_dim, fontsize=7)
     kappa = table[table["component"] == "condition_number"]
     inside = ((kappa["predicted"] / kappa["ci_high"] >= THEORY_BAND[0])
@@ -205,7 +209,7 @@ def _arms_vs_dim(
             ax = axes[row][col]
             part = rows[(rows["optimizer"] == optimizer) & (rows["component"] == component)]
             grouped_lines(ax, part, "dim", "arm")
-            ax.set_xscale("log", base=2)
+            sweep_axis(ax, part["dim"])
             ax.set_xlabel("dimension d")
             error_axis(ax)
             ax.set_title(f"{optimizer}: " * bool(optimizer) + component.replace("_", " "))
@@ -351,7 +355,7 @@ def ctrl_batch_size(tables: Tables, png: str, pdf: str) -> None:
     for ax, component in zip(axes[0], ["condition_number", "row_norms"], strict=True):
         part = rows[rows["component"] == component]
         grouped_lines(ax, part, "batch_size", "dim", lambda d: f"d = {d}")
-        ax.set_xscale("log", base=2)
+        sweep_axis(ax, part["batch_size"])
         ax.set_xlabel("batch size")
         error_axis(ax)
         ax.set_title(component.replace("_", " "))

@@ -6,17 +6,25 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from matcond.figures.axes import decade_scale, integer_axis
 from matcond.figures.marks import legend_outside
 from matcond.figures.style import Tables, error_axis, figure, palette, save, whiskers
 
-# The line of each prediction (matcond.condition_number.depth_theory.PREDICTIONS; the table names
-# them).
+# The line of each prediction (matcond.condition_number.depth_theory.PREDICTIONS) and its label,
+# legible without docs/depth-theory.md (whose (a), (b), (m), (c) the table's labels use).
 PREDICTION_STYLES = {
     "predicted_init": ":",
     "predicted_recorded": "-.",
     "predicted_flow": "--",
     "predicted_noise": (0, (1, 1)),
 }
+PREDICTION_LABELS = {
+    "predicted_init": "predicted: GN operator frozen at init",
+    "predicted_recorded": "predicted: GN operator of each saved epoch",
+    "predicted_flow": "predicted: mean dynamics of the layers",
+    "predicted_noise": "predicted: mean dynamics + label-noise floor",
+}
+MEASURED_LABEL = "measured (median, 95% CI)"
 
 
 def _whiskers(ax, rows: pd.DataFrame, x, column: str, color, label: str | None) -> None:
@@ -47,7 +55,7 @@ def depth_theory(tables: Tables, png: str, pdf: str, band=(0.8, 1.25)) -> None:
     for ax, init in zip(axes[0], inits, strict=False):
         cell = main[(main["init"] == init) & (main["dim"] == widest)]
         measured = cell[cell["prediction"] == "predicted_flow"].sort_values("depth")
-        _whiskers(ax, measured, measured["depth"], "measured_median", "black", "measured")
+        _whiskers(ax, measured, measured["depth"], "measured_median", "black", MEASURED_LABEL)
         for color, (prediction, style) in zip(palette(4), PREDICTION_STYLES.items(), strict=True):
             rows = cell[cell["prediction"] == prediction].sort_values("depth")
             if rows.empty:
@@ -58,10 +66,11 @@ def depth_theory(tables: Tables, png: str, pdf: str, band=(0.8, 1.25)) -> None:
                 linestyle=style,
                 marker=".",
                 color=color,
-                label=rows["prediction_label"].iloc[0],
+                label=PREDICTION_LABELS.get(prediction, rows["prediction_label"].iloc[0]),
             )
         ax.set_title(f"d = {widest}, init {init:g}/sqrt(d)", fontsize=9)
         ax.set_xlabel("depth L")
+        integer_axis(ax.xaxis)
         error_axis(ax, "product kappa relative error\n(median, 95% CI)")
     legend_outside(axes[0][-1], fontsize=7)
     ratio_ax, overlap_ax, limits_ax = axes[1][:3]
@@ -75,10 +84,11 @@ def depth_theory(tables: Tables, png: str, pdf: str, band=(0.8, 1.25)) -> None:
         )
         overlap_ax.plot(rows["depth"], rows["bottom_overlap_median"], "o-", color=color)
     _ratio_band(ratio_ax, band)
-    ratio_ax.set_yscale("log")
+    decade_scale(ratio_ax)
+    integer_axis(ratio_ax.xaxis, overlap_ax.xaxis)
     ratio_ax.set_xlabel("depth L")
-    ratio_ax.set_ylabel("predicted / measured median")
-    ratio_ax.set_title("(m) mean dynamics: ratio, 95% CI", fontsize=9)
+    ratio_ax.set_ylabel("mean-dynamics prediction /\nmeasured median (95% CI)")
+    ratio_ax.set_title("mean-dynamics prediction vs measured", fontsize=9)
     legend_outside(ratio_ax, fontsize=7)
     overlap_ax.axhline(flow["bottom_overlap_chance"].median(), color="0.4", ls=":", label="chance")
     overlap_ax.set_xlabel("depth L")
@@ -115,7 +125,8 @@ def _limits_panel(ax, kappa: pd.DataFrame, main: pd.DataFrame, band) -> None:
     _ratio_band(ax, band)
     ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=8)
     ax.set_xlabel("setting")
-    ax.set_yscale("log")
-    ax.set_ylabel("predicted / measured median")
+    decade_scale(ax)
+    ax.set_ylabel("mean-dynamics prediction /\nmeasured median (95% CI)")
     init = flow["init"].iloc[0]
-    ax.set_title(f"(m) where it stops (d = {widest}, init {init:g}/sqrt(d))", fontsize=9)
+    title = f"mean dynamics off its assumptions\n(d = {widest}, init {init:g}/sqrt(d))"
+    ax.set_title(title, fontsize=9)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from matcond.figures.axes import decade_scale, integer_axis
 from matcond.figures.marks import legend_entries
 from matcond.figures.style import Tables, figure, median_line, save, spread_label
 
@@ -86,7 +87,7 @@ def gn_exp7(tables: Tables, png: str, pdf: str) -> None:
         labels = [f"{'ReLU MLP' if m == 'relu_mlp' else f'linear L={d}'}\n{s}" for m, d, s in cells]
         for ax in (top, bottom):
             ax.set_xticks(np.arange(len(cells)), labels, fontsize=8)
-            ax.set_yscale("log")
+            decade_scale(ax)
         top.tick_params(labelbottom=False)
         bottom.set_xlabel("network and weights")
         top.set_ylabel("GN condition number")
@@ -115,7 +116,7 @@ def gn_fig2_depth(tables: Tables, png: str, pdf: str) -> None:
                 label = f"m = {param}" if rule == "fixed" else f"m = {param} L"
                 median_line(ax, cell, "depth", "kappa", color, label, marker="o", ms=3)
                 median_line(ax, cell, "depth", "bound_convex", color, "", band=False, ls="--")
-            ax.set_yscale("log")
+            decade_scale(ax)
             ax.set_xlabel("depth L")
             ax.set_ylabel("GN κ (solid), Lemma 2 convex (dashed)")
             kind = "fixed width" if rule == "fixed" else "width ∝ depth"
@@ -139,7 +140,7 @@ def gn_fig3_bounds(tables: Tables, png: str, pdf: str) -> None:
             strict=True,
         ):
             median_line(left, rows, "depth", column, color, label, marker="o", ms=3)
-        left.set_yscale("log")
+        decade_scale(left)
         left.set_xlabel("depth L")
         left.set_ylabel("GN κ and Lemma 2 bounds")
         left.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
@@ -151,7 +152,8 @@ def gn_fig3_bounds(tables: Tables, png: str, pdf: str) -> None:
         term = r"$\kappa^2(W^{L:l+1})\,\kappa^2(W^{l-1:1})$"
         right.plot(layers, terms.mean(axis=0), "o-", label=term)
         right.plot(layers, (gammas * terms).mean(axis=0), "s--", label=r"$\gamma_l\,\times$ term")
-        right.set_yscale("log")
+        decade_scale(right)
+        integer_axis(right.xaxis)
         right.set_xlabel("layer l")
         right.set_ylabel("term (mean over seeds)")
         right.set_title(f"terms of Lemma 2 at L = {int(deepest['depth'].iloc[0])}", fontsize=9)
@@ -182,7 +184,7 @@ def gn_fig5_residual(tables: Tables, png: str, pdf: str) -> None:
                 median_line(
                     ax, cell, "depth", "bound_convex", palette[rule], "", band=False, ls="--"
                 )
-            ax.set_yscale("log")
+            decade_scale(ax)
             ax.set_xlabel("depth L")
             ax.set_ylabel("GN κ (solid), Eq. 7 bound (dashed)")
             ax.set_title(f"m = {rows['width'].iloc[0]}: {_data_label(rows)}", fontsize=9)
@@ -208,7 +210,7 @@ def _residual_by_beta(table: pd.DataFrame, dataset: str, png: str, pdf: str) -> 
         median_line(ax, linear, "depth", "kappa", "grey", BETA_LABELS["0"], marker=".", ms=3)
         median_line(ax, cell, "depth", "kappa", color, f"κ, {BETA_LABELS[rule]}", marker="o", ms=3)
         median_line(ax, cell, "depth", "bound_convex", color, "Eq. 7", band=False, ls="--")
-        ax.set_yscale("log")
+        decade_scale(ax)
         ax.set_xlabel("depth L")
         ax.set_ylabel("GN κ (solid), Eq. 7 bound (dashed)")
         ax.set_title(BETA_LABELS[rule])
@@ -250,12 +252,12 @@ def gn_fig21_residual_vs_linear(tables: Tables, png: str, pdf: str) -> None:
             cell = rows[rows["beta_rule"] == rule]
             median_line(ax, cell, "depth", "ratio", color, "", marker="o", ms=3)
             ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-            ax.set_yscale("log")
             ax.set_xlabel("depth L")
             ax.set_ylabel("κ(residual) / κ(linear)")
             ax.set_title(f"{BETA_LABELS[rule]}; {_data_label(rows)}", fontsize=8)
     for ax in axes.flat[1:]:
         ax.sharey(axes.flat[0])
+    decade_scale(axes.flat[0])  # on what every panel draws: they share their y axis
     fig.suptitle(
         f"Residual vs linear on the same weights, paired by seed, m = {table['width'].iloc[0]} "
         f"({_seeds(table)})"
@@ -278,7 +280,7 @@ def _leaky_panels(table: pd.DataFrame, x: str, hue: str, palette: str, xlabel: s
             label = f"κ, {'α' if hue == 'alpha' else 'm'} = {value:g}"
             median_line(ax, cell, x, "kappa", color, label, marker="o", ms=3)
             median_line(ax, cell, x, "bound", color, "Lemma 4", band=False, ls="--")
-        ax.set_yscale("log")
+        decade_scale(ax)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("GN κ (solid), Lemma 4 (dashed)")
         ax.set_title(_data_label(rows), fontsize=9)
@@ -291,7 +293,7 @@ def gn_fig6_leaky_width(tables: Tables, png: str, pdf: str) -> None:
     fig, panels = _leaky_panels(table, "width", "alpha", "tab10", "hidden width m")
     for ax, rows in panels:
         ax.axvline(rows["n_samples"].iloc[0], color="grey", lw=0.8, ls=":", label="m = n")
-        ax.set_xscale("log")
+        decade_scale(ax, "x")
         ax.legend(fontsize=8)
     fig.suptitle(f"Leaky-ReLU net, one hidden layer: κ vs width ({_seeds(table)})")
     save(fig, png, pdf)
@@ -321,8 +323,8 @@ def _bound_panels(table: pd.DataFrame, bounds: dict[str, str], ylabel: str):
         ):
             median_line(ax, rows, "width", column, color, label, band=False, ls=style)
         ax.axhline(rows["kappa_sigma"].iloc[0], color="grey", lw=0.8, ls=":", label="κ(Σ)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        decade_scale(ax, "x", base=2)
+        decade_scale(ax)
         ax.set_xlabel("hidden width m")
         ax.set_ylabel(ylabel)
         ax.set_title(_data_label(rows), fontsize=9)
@@ -368,7 +370,7 @@ def gn_fig19_whitening(tables: Tables, png: str, pdf: str) -> None:
             kappa_sigma = cell["kappa_sigma"].iloc[0]
             label = f"{'whitened' if whitened else 'raw'} (κ(Σ) = {kappa_sigma:.3g})"
             median_line(ax, cell, "depth", "kappa", color, label, marker="o", ms=3, ls=style)
-        ax.set_yscale("log")
+        decade_scale(ax)
         ax.set_xlabel("depth L")
         ax.set_ylabel("GN κ")
         first = rows.iloc[0]
@@ -391,8 +393,8 @@ def gn_fig7_batchnorm(tables: Tables, png: str, pdf: str) -> None:
         for batchnorm, color, label in ((False, "C3", "W V x"), (True, "C0", "W BN(V x)")):
             cell = rows[rows["batchnorm"] == batchnorm]
             median_line(ax, cell, "width", "kappa", color, label, marker="o", ms=3)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        decade_scale(ax, "x", base=2)
+        decade_scale(ax)
         ax.set_xlabel("hidden width m")
         ax.set_ylabel("GN κ (autodiff reference)")
         ax.set_title(_data_label(rows), fontsize=9)
@@ -418,12 +420,12 @@ def gn_fig8_linear_cnn(tables: Tables, png: str, pdf: str) -> None:
             for value, color in zip(values, sns.color_palette("viridis", len(values)), strict=True):
                 cell = rows[rows[hue] == value]
                 median_line(ax, cell, x, "kappa", color, f"{name} = {value}", marker="o", ms=3)
-            ax.set_yscale("log")
+            decade_scale(ax)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(f"GN κ ({head} head)")
             ax.set_title(second[head], fontsize=9)
             ax.legend(fontsize=8)
         if rows["filters"].nunique() > 1:
-            right.set_xscale("log", base=2)
+            decade_scale(right, "x", base=2)
     fig.suptitle(f"Linear CNN at init, {_data_label(table)} ({_seeds(table)})")
     save(fig, png, pdf)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from matcond.figures.axes import decade_scale, integer_axis
 from matcond.figures.gauss_newton import BOUND_LABELS, _data_label, _json_list, _seeds
 from matcond.figures.marks import legend_outside, mark_paper, paper_rows
 from matcond.figures.style import Tables, figure, interval_line, median_line, save
@@ -49,15 +50,16 @@ def gn_along_training(tables: Tables, png: str, pdf: str) -> None:
                 )  # fmt: skip
         flagged_note = " (red crosses: κ flagged unreliable)" if rows["n_unreliable"].any() else ""
         top.set_title(f"{name} inputs{flagged_note}", fontsize=9)
-        top.set_yscale("log")
+        decade_scale(top)
         top.set_ylabel("exact GN κ")
         top.set_xlabel("epoch")
         top.legend(fontsize=7)
         bottom.set_title("crosses: Lemma 1 (equal to Lemma 2 convex at L = 2)", fontsize=9)
-        bottom.set_yscale("log")
+        decade_scale(bottom)
         bottom.set_ylabel("tightness bound / exact")
         bottom.set_xlabel("epoch")
         bottom.legend(fontsize=6)
+        integer_axis(top.xaxis, bottom.xaxis)
     trials = int(table["n"].max())
     fig.suptitle(
         f"GN κ and bound tightness along training ({table['experiment'].iloc[0]}, "
@@ -75,19 +77,20 @@ def _pruning(table: pd.DataFrame, png: str, pdf: str) -> None:
     for color, rate in zip(palette, rates, strict=True):
         cell = table[table["prune_rate"] == rate]
         median_line(left, cell, "epoch", "train_loss", color, f"{rate:.0%} pruned")
-    left.set_yscale("log")
+    decade_scale(left)
     left.set_xlabel("epoch")
     left.set_ylabel("training loss (MSE to one-hot)")
     left.legend(fontsize=7)
     init = table[table["epoch"] == 0]
     median_line(right, init, "prune_rate", "kappa", "C0", "GN κ at init", marker="o", ms=4)
-    right.set_yscale("log")
+    decade_scale(right)
     right.set_xlabel("prune rate (per layer, by magnitude)")
     right.set_ylabel("GN κ at init")
     twin = right.twinx()
     rank = init.groupby("prune_rate")["rank"].median()
     twin.plot(rank.index, rank.to_numpy(), "s:", color="C1", label="GN rank (median)")
     twin.set_ylabel("GN rank (dotted)")
+    integer_axis(twin.yaxis)
     twin.grid(False)
     lines = right.get_legend_handles_labels()
     extra = twin.get_legend_handles_labels()
@@ -161,7 +164,7 @@ def _layer_lines(ax, long: pd.DataFrame, ylabel: str) -> None:
             fontsize=7,
         )
     if len(shown):
-        ax.set_yscale("log")
+        decade_scale(ax)
         legend_outside(ax, fontsize=7)
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
@@ -187,13 +190,13 @@ def gn_fig10_linear_training(tables: Tables, png: str, pdf: str) -> None:
         median_line(left, rows, "epoch", "train_loss", color, label)
         median_line(right, rows, "epoch", "kappa", color, f"κ, {label}", marker="o", ms=3)
         median_line(right, rows, "epoch", "bound_convex", color, "Lemma 2", band=False, ls="--")
-    left.set_yscale("log")
+    decade_scale(left)
     left.set_xlabel("epoch")
     left.set_ylabel("training loss (MSE to one-hot)")
     left.legend(fontsize=8)
     paper = paper_rows(tables, ["gn_fig10_linear_training"], field="kappa")
     mark_paper(right, paper, table, "epoch")  # the paper's κ range, at the last epoch
-    right.set_yscale("log")
+    decade_scale(right)
     right.set_xlabel("epoch")
     right.set_ylabel("GN κ (solid),\nLemma 2 convex form (dashed)")
     legend_outside(right, fontsize=8)
@@ -251,11 +254,11 @@ def gn_fig18_relu_training(tables: Tables, png: str, pdf: str) -> None:
         label = f"m = {width} (lr {rows['lr'].iloc[0]:g})"
         median_line(left, rows, "epoch", "train_loss", color, label)
         median_line(right, rows, "epoch", "kappa", color, label, marker="o", ms=3)
-    left.set_yscale("log")
+    decade_scale(left)
     left.set_xlabel("epoch")
     left.set_ylabel("training loss (MSE to one-hot)")
     left.legend(fontsize=8)
-    right.set_yscale("log")
+    decade_scale(right)
     right.set_xlabel("epoch")
     right.set_ylabel(f"GN κ on {table['gn_samples'].iloc[0]} training rows")
     right.legend(fontsize=8)
@@ -284,8 +287,9 @@ def gn_fig9_spectrum(tables: Tables, png: str, pdf: str) -> None:
         right.plot(order, positive[0] / positive, color=color, label=label)
         right.plot(row["rank"], row["kappa"], "*", color=color, ms=12)
     for ax, ylabel in ((left, "eigenvalue λ_r"), (right, "κ(r) = λ_1 / λ_r")):
-        ax.set_yscale("log")
+        decade_scale(ax)
         ax.set_xlabel("index r (descending)")
+        integer_axis(ax.xaxis)
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=8, title="★ numerical rank", title_fontsize=8)
     first = rows.iloc[0]

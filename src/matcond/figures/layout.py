@@ -1,6 +1,8 @@
 """The layout check every saved figure goes through (:func:`layout_problems`): two texts
 that overlap (rotated labels by their rotated boxes), a legend over the data, an axis
-without a label, a labelled axis without tick labels.
+without a label, a labelled axis without tick labels; and what breaks the axis rules
+(matcond.figures.axes.axis_problems: a log axis over less than a decade, a fractional tick
+on an integer axis).
 """
 
 from __future__ import annotations
@@ -10,24 +12,12 @@ import numpy as np
 from matplotlib.collections import PathCollection
 from matplotlib.transforms import Bbox
 
+from matcond.figures.axes import axis_problems, drawn_ticks
+
 
 def _drawn_ticklabels(axis) -> list:
-    """The tick labels an axis draws: those of ticks within its view interval (compared on
-    the axis's scale, so that a log axis's slack is not decades wide)."""
-    scale = axis.get_transform()
-    low, high = sorted(scale.transform(np.asarray(axis.get_view_interval(), float)))
-    slack = 1e-9 * (high - low)
-    labels = []
-    for locs, ticks in (
-        (axis.get_majorticklocs(), axis.get_major_ticks),
-        (axis.get_minorticklocs(), axis.get_minor_ticks),
-    ):
-        with np.errstate(all="ignore"):
-            places = scale.transform(np.asarray(locs, float))
-        for place, tick in zip(places, ticks(len(locs)), strict=True):
-            if low - slack <= place <= high + slack:
-                labels += [tick.label1, tick.label2]
-    return labels
+    """The tick labels an axis draws: those of ticks within its view interval."""
+    return [label for _, tick in drawn_ticks(axis) for label in (tick.label1, tick.label2)]
 
 
 def _texts(fig: plt.Figure) -> list:
@@ -102,8 +92,8 @@ def _convex_overlap(a: np.ndarray, b: np.ndarray) -> bool:
 def layout_problems(fig: plt.Figure) -> list[str]:
     """What makes a figure unfit for a paper that its renderer can measure: two texts whose
     extents overlap, a legend over data points of its axes, an axis without a label (unless
-    its tick labels are hidden too, as on the inner panels of a shared grid) or a labelled
-    axis without tick labels."""
+    its tick labels are hidden too, as on the inner panels of a shared grid), a labelled
+    axis without tick labels, and :func:`matcond.figures.axes.axis_problems`."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     shapes = [(t, _text_corners(t, renderer)) for t in _texts(fig)]
@@ -129,4 +119,4 @@ def layout_problems(fig: plt.Figure) -> list[str]:
                 problems.append(f"{name} axis of {ax.get_title()!r} has no label")
             if labelled and not drawn:
                 problems.append(f"{name} axis of {ax.get_title()!r} has no tick labels")
-    return problems
+    return problems + axis_problems(fig)

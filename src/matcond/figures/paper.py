@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from matcond.claims.arms import arm
+from matcond.figures.axes import decade_scale, integer_axis, sweep_axis
 from matcond.figures.marks import (
     legend_entries,
     legend_outside,
@@ -31,7 +32,6 @@ from matcond.figures.style import (
     palette,
     product_rows,
     save,
-    sparse_log_labels,
 )
 
 
@@ -56,9 +56,7 @@ def small_multiples(
             part = paper[paper["component"] == component]
             marked |= mark_paper(ax, part, rows[rows["component"] == component], x)
         if log_x == "log2":
-            ax.set_xscale("log", base=2)
-        elif log_x == "log":
-            ax.set_xscale("log")
+            sweep_axis(ax, rows[x])
         elif log_x == "symlog":
             ax.set_xscale("symlog", linthresh=min(v for v in rows[x].unique() if v > 0))
         error_axis(ax, "relative error")
@@ -121,7 +119,8 @@ def fig3_gradient(tables: Tables, png: str, pdf: str) -> None:
         s = sigmas[sigmas["index"] == i].sort_values("epoch")
         middle.plot(s["epoch"], s["trained_median"], color=color, label=f"sigma_{i}")
         middle.axhline(s["target_mean"].iloc[0], color=color, ls="--", lw=0.8)
-    left.set_yscale("log")
+    decade_scale(left)
+    integer_axis(left.xaxis, middle.xaxis)
     left.set_xlabel("epoch")
     left.set_ylabel("|dL/d sigma_i| (median over trials)")
     left.set_title("gradient felt by singular value i")
@@ -133,10 +132,11 @@ def fig3_gradient(tables: Tables, png: str, pdf: str) -> None:
     ratio = arm(per_trial, {"component": "gradient_ratio"})
     kappa = arm(per_trial, {"component": "condition_number", "field": "target"})
     ratio, kappa = ratio.align(kappa, join="inner")
-    right.loglog(kappa, ratio, "o", color="C0")
+    right.plot(kappa, ratio, "o", color="C0")
     span = np.array([kappa.min(), kappa.max()])
-    right.loglog(span, span, "k--", lw=0.8, label="ratio = target kappa")
-    sparse_log_labels(right.xaxis, right.yaxis)
+    right.plot(span, span, "k--", lw=0.8, label="ratio = target kappa")
+    decade_scale(right, "x")
+    decade_scale(right, "y")
     for _, claim in paper_rows(tables, ["exp3_gradient"]).iterrows():  # the paper's 10-100x
         label = f"paper: {claim['low']:g}-{claim['high']:g}x"
         right.axhspan(claim["low"], claim["high"], color="grey", alpha=0.2, label=label)
@@ -252,13 +252,14 @@ def fig7_depth(tables: Tables, png: str, pdf: str) -> None:
         lw=1,
         label="target (product)",
     )
-    middle.set_yscale("log")
+    decade_scale(middle)
     middle.set_ylabel("condition number (median over trials)")
     middle.set_title("trained matrices vs the target")
-    legend_outside(middle, fontsize=8)
     for ax in (left, middle, right):
         ax.set_xlabel("network")
-    paper_legend(fig, [left, right])
+    # one legend below the panels: the middle panel's matrices, then the papers' marks
+    entries = legend_entries([middle, left, right])
+    fig.legend(*entries, loc="outside lower center", ncol=min(len(entries[0]), 5), fontsize=8)
     fig.suptitle(f"Depth ({n_label(product)})")
     save(fig, png, pdf)
 
@@ -281,7 +282,7 @@ def fig8_sensitivity(tables: Tables, png: str, pdf: str) -> None:
         shown = {"condition_number": "condition number", "row_norms": "row norms"}
         lines(ax, rows, x, shown)
         mark_paper(ax, paper_rows(tables, [name]), rows, x)
-        ax.set_xscale("symlog", linthresh=1e-4) if x == "weight_decay" else ax.set_xscale("log")
+        ax.set_xscale("symlog", linthresh=1e-4) if x == "weight_decay" else decade_scale(ax, "x")
         error_axis(ax)
         ax.set_xlabel(x.replace("_", " "))
         twin = ax.twinx()
@@ -306,14 +307,15 @@ def fig9_long(tables: Tables, png: str, pdf: str) -> None:
     shown = {"row_norms": "row norms", "condition_number": "condition number", "overall": "overall"}
     lines(left, rows, "epoch", shown, marker=None)
     mark_paper(left, paper_rows(tables, ["exp9_long"]), rows, "epoch")
-    left.set_yscale("log")
+    decade_scale(left)
     left.set_xlabel("epoch")
     left.set_ylabel(ERROR_LABEL)
     left.set_title("errors of the product")
     legend_outside(left)
     means = rows.pivot_table(index="epoch", columns="component", values="mean")
     right.plot(means.index, means["condition_number"] / means["row_norms"])
-    right.set_yscale("log")
+    decade_scale(right)
+    integer_axis(right.xaxis)
     right.set_xlabel("epoch")
     right.set_ylabel("mean kappa error /\nmean row-norm error")
     right.set_title("condition-number error over norm error")
@@ -329,7 +331,7 @@ def ctrl_effective_rank(tables: Tables, png: str, pdf: str) -> None:
     fig, axes = figure(len(ranks), width=4)
     for ax, rank in zip(axes[0], ranks, strict=True):
         lines(ax, rows, "dim", {rank: "threshold " + rank.removeprefix("effective_rank_t")})
-        ax.set_xscale("log", base=2)
+        sweep_axis(ax, rows["dim"])
         ax.set_xlabel("dimension d")
         error_axis(ax, "relative error (median, 95% CI)")
         ax.set_title("threshold " + rank.removeprefix("effective_rank_t"))
@@ -364,7 +366,7 @@ def ctrl_optimizer_dims(tables: Tables, png: str, pdf: str) -> None:
     fig, axes = figure(len(shown), width=4.4)
     for ax, component in zip(axes[0], shown, strict=True):
         grouped_lines(ax, rows[rows["component"] == component], "dim", "optimizer")
-        ax.set_xscale("log", base=2)
+        sweep_axis(ax, rows["dim"])
         ax.set_xlabel("dimension d")
         error_axis(ax)
         ax.set_title(PAPER_COMPONENTS[component])

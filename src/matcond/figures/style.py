@@ -19,7 +19,6 @@ import math
 import sys
 
 import matplotlib
-import matplotlib.ticker
 
 matplotlib.use("Agg")
 
@@ -28,9 +27,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import PIL.Image  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
+from matcond.figures.axes import apply_integer_ticks, decade_scale, mark_integer  # noqa: E402
 from matcond.figures.layout import layout_problems  # noqa: E402
 from matcond.stats.summary import bootstrap_ci  # noqa: E402
 
@@ -46,8 +45,6 @@ PAPER_COMPONENTS = {
     "overall": "overall matrix",
 }
 PAPER_THRESHOLD = "effective_rank_t0.01"
-LINEAR_THRESHOLD = 1e-4
-DECADE = 10.0  # an error axis is logarithmic where what it draws spans more than this factor
 MIN_INTERVAL_N = 5  # fewer values than this get their points drawn, not a 95 % interval
 # The tables' key of the papers' values a figure marks (matcond.claims.check.paper_values).
 PAPER_VALUES = "paper_values"
@@ -80,60 +77,18 @@ def n_label(rows: pd.DataFrame) -> str:
     return n + (f", up to {diverged} diverged" if diverged else "") + " trials per point"
 
 
-class _SparseMinorLabels(matplotlib.ticker.LogFormatterSciNotation):
-    """Matplotlib's minor labels of a log axis (it shows them where the axis spans a few
-    decades at most), kept at 2 and 5 x 10^k where it spans more than one: 3, 4, 6 x 10^k
-    crowd each other there. Within one decade every minor label stays (no major one shows),
-    written plainly (16, not 1.6 x 10^1: four of those side by side overlap)."""
-
-    def __call__(self, value, pos=None):
-        low, high = sorted(self.axis.get_view_interval())
-        mantissa = value / 10 ** np.floor(np.log10(value))
-        if high > 10 * low:
-            return super().__call__(value, pos) if round(mantissa) in (2, 5) else ""
-        return f"{value:.3g}"
-
-
-def sparse_log_labels(*axes) -> None:
-    """Give log axes (``ax.xaxis``, ``ax.yaxis``) the minor labels of
-    :class:`_SparseMinorLabels`."""
-    for axis in axes:
-        axis.set_minor_formatter(_SparseMinorLabels())
-
-
-def _drawn_y(ax) -> np.ndarray:
-    """The finite y values of what is drawn on ``ax``: lines, bands, whiskers and points."""
-    values = [np.asarray(line.get_ydata(), float).ravel() for line in ax.lines]
-    for collection in ax.collections:
-        if isinstance(collection, PathCollection):  # points: their paths are marker shapes
-            values.append(np.asarray(collection.get_offsets(), float)[:, 1])
-        else:
-            values += [np.asarray(p.vertices, float)[:, 1] for p in collection.get_paths()]
-    values = np.concatenate(values) if values else np.array([])
-    return values[np.isfinite(values)]
-
-
 def error_axis(ax, label: str = ERROR_LABEL) -> None:
-    """Call after drawing: a log axis where what is drawn spans more than :data:`DECADE`
-    (symmetric-log from 0 where a value is 0 or below), else a linear axis from 0."""
-    values = _drawn_y(ax)
-    positive = values[values > 0]
-    if positive.size and positive.max() > DECADE * positive.min():
-        if (values <= 0).any():
-            ax.set_yscale("symlog", linthresh=LINEAR_THRESHOLD)
-            ax.set_ylim(bottom=0)
-        else:
-            ax.set_yscale("log")
-            sparse_log_labels(ax.yaxis)
-    elif not (values < 0).any():
-        top = values.max(initial=0.0)
-        ax.set_ylim(0, 1.1 * top if top > 0 else None)
+    """Call after drawing: a log axis where what is drawn spans more than a decade
+    (symmetric-log from 0 where a value is 0 or below), else a linear axis from 0
+    (:func:`matcond.figures.axes.decade_scale`)."""
+    decade_scale(ax, "y")
     ax.set_ylabel(label)
 
 
 def save(fig: plt.Figure, png: str, pdf: str) -> None:
     """Write the figure as PNG (for the report) and PDF (for papers, no timestamp) and close
-    it; print what :func:`layout_problems` finds (to the job's log).
+    it; print what :func:`layout_problems` finds (to the job's log). Axes marked integer get
+    their integer ticks first (:func:`matcond.figures.axes.apply_integer_ticks`).
 
     The check's draw lays the figure out and renders it at :data:`DPI` (the figure's own dpi,
     see :func:`figure`): the PNG is that image cropped to the tight bounding box (what
@@ -142,6 +97,7 @@ def save(fig: plt.Figure, png: str, pdf: str) -> None:
     then removed (``None``; ``"none"`` leaves a placeholder engine, for which ``savefig`` draws
     the figure once more before it writes).
     """
+    apply_integer_ticks(fig)
     for problem in layout_problems(fig):
         print(f"layout: {problem}", file=sys.stderr)
     tight = fig.get_tightbbox(fig.canvas.get_renderer())
@@ -236,6 +192,7 @@ def median_line(
     :data:`MIN_INTERVAL_N` rows, those rows' values as points (for tables with one row per
     trial, e.g. the GN sweeps). NaN values (a κ that does not exist, e.g. of a zero GN matrix)
     are left out."""
+    mark_integer(ax.xaxis, x)
     rows = rows[rows[column].notna()]
     groups = [(value, part[column].to_numpy(float)) for value, part in rows.groupby(x)]
     xs = [value for value, _ in groups]
@@ -287,6 +244,7 @@ def lines(ax, rows: pd.DataFrame, x: str, components: dict[str, str], **style) -
     (one shape per component) only where there are few points (a marker per epoch of a long
     run would bury the line)."""
     markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    mark_integer(ax.xaxis, x)
     if rows[x].nunique() > 30:
         style = {"marker": None, **style}
     for i, (color, (component, label)) in enumerate(
@@ -309,6 +267,7 @@ def lines(ax, rows: pd.DataFrame, x: str, components: dict[str, str], **style) -
 
 def grouped_lines(ax, rows: pd.DataFrame, x: str, by: str, label=str) -> None:
     """One line of the headline statistic with its interval per value of column ``by``."""
+    mark_integer(ax.xaxis, x)
     values = list(dict.fromkeys(rows.sort_values(by)[by]))
     for color, value in zip(palette(len(values)), values, strict=True):
         one = rows[rows[by] == value].sort_values(x)
