@@ -59,13 +59,12 @@ import torch
 
 from matcond.gauss_newton._arrays import (
     ArrayLike,
-    as_float64,
     as_float64_list,
     device_of,
     matrix_rank,
 )
 from matcond.gauss_newton.covariance import input_covariance
-from matcond.gauss_newton.leaky_relu import activation_pattern
+from matcond.gauss_newton.leaky_relu import activation_pattern, leaky_inputs
 from matcond.gauss_newton.linear import partial_products
 from matcond.gauss_newton.residual import residual_weights
 from matcond.gauss_newton.spectrum import GNSpectrum
@@ -225,13 +224,7 @@ def leaky_relu_bound(weights: Sequence[ArrayLike], x: ArrayLike, alpha: float) -
     ``x`` is ``n x d`` (samples in rows). Components: the squared extreme singular values of
     ``X`` and ``W``, ``lambda_max/min(Gamma)``, ``alpha``, numerator and denominator.
     """
-    if len(weights) != 2:
-        raise ValueError("Lemma 4 is for one hidden layer: weights [V, W]")
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"the leaky-ReLU slope must lie in [0, 1], got {alpha}")
-    device = device_of(weights, x)
-    v, w = as_float64_list(weights, device, "weights")
-    samples = as_float64(x, device, "x")
+    v, w, samples = leaky_inputs(weights, x, alpha)
     hidden = activation_pattern(v, samples, alpha) * (samples @ v.T)
     x_max, x_min = squared_extremes(samples, "rows")
     w_max, w_min = squared_extremes(w, "rows")

@@ -39,10 +39,11 @@ from matcond.gauss_newton.spectrum import (
 LeakyForm = Literal["nk", "p"]
 
 
-def _inputs(
+def leaky_inputs(
     weights: Sequence[ArrayLike], x: ArrayLike, alpha: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(V, W, x)`` as float64 tensors on one device, after shape and slope checks."""
+    """``(V, W, x)`` of a one-hidden-layer leaky-ReLU net as float64 tensors on one device,
+    after its shape and slope checks (a ValueError naming what is wrong)."""
     if len(weights) != 2:
         raise ValueError("a one-hidden-layer net takes weights [V, W]")
     if not 0.0 <= alpha <= 1.0:
@@ -65,7 +66,7 @@ def leaky_relu_gn_matrix(
     weights: Sequence[ArrayLike], x: ArrayLike, alpha: float, *, form: LeakyForm = "nk"
 ) -> torch.Tensor:
     """The dense ``nk`` (Eq. 10, divided by ``n``) or ``p`` form of the module docstring."""
-    v, w, samples = _inputs(weights, x, alpha)
+    v, w, samples = leaky_inputs(weights, x, alpha)
     n, d = samples.shape
     k, m = w.shape
     pattern = activation_pattern(v, samples, alpha)
@@ -94,7 +95,7 @@ def leaky_relu_gn_matrix(
 def leaky_relu_jacobian(weights: Sequence[ArrayLike], x: ArrayLike, alpha: float) -> torch.Tensor:
     """``J`` (``nk x p``), rows sample-major, columns ``[V.flatten(), W.flatten()]``: the
     factor of both forms (``J J^T / n`` is the ``nk`` form, ``J^T J / n`` the ``p`` form)."""
-    v, w, samples = _inputs(weights, x, alpha)
+    v, w, samples = leaky_inputs(weights, x, alpha)
     n, d = samples.shape
     k, m = w.shape
     pattern = activation_pattern(v, samples, alpha)
