@@ -96,7 +96,7 @@ def numpy_reference(w: np.ndarray) -> dict:
             "rows": w.shape[0],
             "cols": w.shape[1],
             "frobenius_norm": np.sqrt((w**2).sum()),
-            "spectral_norm": np.linalg.norm(w, 2),
+            "largest_singular_value": np.linalg.norm(w, 2),
             "condition_number": s[0] / s[-1] if s[-1] > RTOL * s[0] else np.inf,
             "pseudo_condition_number": s[0] / kept.min(),
             "numerical_rank": np.linalg.matrix_rank(w, rtol=RTOL),
@@ -533,7 +533,7 @@ def test_extreme_finite_weights_are_flagged_per_layer_and_scale_free_columns_kep
     for name, factor in (("huge", 2.0**600), ("tiny", 2.0**-600)):
         row = rows.loc[name]
         for column, value in ref.items():
-            if column in ("frobenius_norm", "spectral_norm"):
+            if column in ("frobenius_norm", "largest_singular_value"):
                 value = value * factor
             np.testing.assert_allclose(row[column], value, rtol=1e-12, err_msg=column)
         assert row["alpha"] == rows.loc["ok", "alpha"] and np.isnan(row["alpha_xmin"])
@@ -541,8 +541,11 @@ def test_extreme_finite_weights_are_flagged_per_layer_and_scale_free_columns_kep
         np.testing.assert_allclose(spectra[name], spectra["ok"] * factor, rtol=1e-12)
     assert rows.loc["ok", "note"] == "" and rows.loc["ok", "alpha_xmin"] > 0
     big = rows.loc["max"]
-    assert np.isnan([big["frobenius_norm"], big["spectral_norm"]]).all() and "max" not in spectra
-    assert big["note"].startswith("frobenius_norm, spectral_norm beyond float64's range")
+    assert (
+        np.isnan([big["frobenius_norm"], big["largest_singular_value"]]).all()
+        and "max" not in spectra
+    )
+    assert big["note"].startswith("frobenius_norm, largest_singular_value beyond float64's range")
     assert big["note"].endswith("; spectrum not drawn")
     assert big["numerical_rank"] == 1 and big["condition_number"] == np.inf
     assert big["stable_rank"] == pytest.approx(1.0) and big["row_norm_max_over_min"] == 1.0

@@ -339,20 +339,29 @@ def test_a_module_is_analysed_like_its_saved_state_dict(weights, tmp_path):
     assert matcond.analyze(block)["checkpoint"].unique().tolist() == ["Block"]
 
 
-def test_the_figure_of_a_run_has_a_panel_along_the_steps(weights, tmp_path):
-    from matcond.figures.own_weights import plot_own_weights
+def test_the_figure_of_a_run_has_a_panel_along_the_steps(weights, tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from matcond.figures import own_weights as figure_module
 
     run = tmp_path / "run"
     run.mkdir()
     for step in (1, 2):
         torch.save(weights, run / f"ckpt{step}.pt")
-    table, spectra, _, _ = analyse(run)
+    table, spectra, _, _ = analyse(run, config={"num_attention_heads": 4})
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
-    plot_own_weights(table, spectra, "run", str(png), str(pdf))
-    from PIL import Image
-
-    width, height = Image.open(png).size
-    assert width > 1.8 * height  # two panels side by side
+    figure_module.plot_own_weights(table, spectra, "run", str(png), str(pdf))
+    assert png.stat().st_size > 0 and pdf.stat().st_size > 0
+    drawn = {}
+    monkeypatch.setattr(figure_module, "save", lambda fig, png, pdf: drawn.update(fig=fig))
+    figure_module.plot_own_weights(table, spectra, "run", str(png), str(pdf))
+    (along,) = [ax for ax in drawn["fig"].axes if "along 2 checkpoints" in ax.get_title()]
+    assert along.get_xlabel() == "step"
+    matrices_only = table[~table["layer_type"].isin(["attention_qk", "attention_ov"])]
+    # a line per weight matrix (the per-head products, of kappa inf, left out), a legend per type
+    assert len(along.get_legend().texts) == matrices_only["layer_type"].nunique()
+    assert len(along.lines) - len(along.get_legend().texts) == matrices_only["layer"].nunique()
+    plt.close(drawn["fig"])
 
 
 def test_per_head_products_are_what_the_attention_computes():

@@ -159,7 +159,7 @@ def test_every_layer_both_analyse_agrees_with_weightwatcher(saved):
     for _, theirs in details[details["longname"].isin(shared)].iterrows():
         row = ours.loc[theirs["longname"]]
         pairs = {
-            "lambda_max": row["spectral_norm"] ** 2,
+            "lambda_max": row["largest_singular_value"] ** 2,
             "norm": row["frobenius_norm"] ** 2,
             "stable_rank": row["stable_rank"],
             "num_evals": min(row["rows"], row["cols"]),
@@ -167,3 +167,26 @@ def test_every_layer_both_analyse_agrees_with_weightwatcher(saved):
         for column, value in pairs.items():
             assert theirs[column] == pytest.approx(value, rel=1e-9), (theirs["longname"], column)
     assert np.isfinite(ours["condition_number"]).all()
+
+
+def test_gpt2s_tied_lm_head_is_counted_once_and_missing_heads_are_named(tmp_path):
+    """GPT2LMHeadModel's lm_head is its wte (one tensor): 14 matrices, not 15. Its state dict
+    saved with torch.save, without config.json, gets no per-head products, and a warning
+    names the config= argument that gives them."""
+    from matcond.own_weights import analyse
+
+    model = tiny("gpt2")
+    table, _, skipped, _ = analyse(model)
+    assert matcond.summarize(table)["n_matrices"].tolist() == [2 + 6 * LAYERS]
+    (reason,) = skipped.loc[skipped["tensor"] == "lm_head.weight", "reason"]
+    assert reason.startswith("tied to 'transformer.wte.weight'")
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(model.state_dict(), run / "step_1.pt")
+    with pytest.warns(UserWarning, match=r"heads is unknown.*config=\{'num_attention_heads'"):
+        bare = matcond.analyze(run)
+    given = matcond.analyze(run, config=model.config.to_dict())
+    for kind, n in (("attention_qk", 0), ("attention_ov", 0)):
+        assert (bare["layer_type"] == kind).sum() == n
+        assert (given["layer_type"] == kind).sum() == HEADS * LAYERS
+    assert "lm_head" not in set(bare["layer"])

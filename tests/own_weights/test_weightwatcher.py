@@ -50,24 +50,47 @@ def watcher(model):
     return watchers[0], details.set_index("name"), scaled.set_index("name")
 
 
+# WeightWatcher's column: its value from a row of matcond's table (the mapping that
+# docs/own-weights.md tabulates; WeightWatcher's norms are of the eigenvalues s_i^2).
+WEIGHTWATCHER_COLUMNS = {
+    "sv_max": lambda row: row["largest_singular_value"],
+    "lambda_max": lambda row: row["largest_singular_value"] ** 2,
+    "spectral_norm": lambda row: row["largest_singular_value"] ** 2,
+    "log_spectral_norm": lambda row: 2 * np.log10(row["largest_singular_value"]),
+    "norm": lambda row: row["frobenius_norm"] ** 2,
+    "log_norm": lambda row: 2 * np.log10(row["frobenius_norm"]),
+    "stable_rank": lambda row: row["stable_rank"],
+    "alpha": lambda row: row["alpha"],
+    "alpha_weighted": lambda row: row["alpha_weighted"],
+    "xmin": lambda row: row["alpha_xmin"],
+    "D": lambda row: row["alpha_ks_distance"],
+    "num_evals": lambda row: min(row["rows"], row["cols"]),
+}
+
+
 def test_dense_and_embedding_layers_agree(model, watcher):
+    """Every column of the documented mapping, from matcond's row, is WeightWatcher's."""
     _, details, _ = watcher
     ours = matcond.analyze(model).set_index("tensor")
     for name, tensor in (("0", "0.weight"), ("1", "1.weight"), ("3", "3.weight")):
         theirs, row = details.loc[name], ours.loc[tensor]
         assert row["layer_type"] == {"0": "linear", "1": "linear", "3": "embedding"}[name]
-        pairs = {
-            "lambda_max": row["spectral_norm"] ** 2,
-            "norm": row["frobenius_norm"] ** 2,
-            "stable_rank": row["stable_rank"],
-            "alpha": row["alpha"],
-            "alpha_weighted": row["alpha_weighted"],
-            "xmin": row["alpha_xmin"],
-            "D": row["alpha_ks_distance"],
-            "num_evals": min(row["rows"], row["cols"]),
-        }
-        for column, value in pairs.items():
-            assert theirs[column] == pytest.approx(value, rel=1e-9), (name, column)
+        for column, value in WEIGHTWATCHER_COLUMNS.items():
+            assert theirs[column] == pytest.approx(value(row), rel=1e-9), (name, column)
+
+
+def test_a_column_with_a_weightwatcher_name_holds_its_quantity(model, watcher):
+    """A table joined with WeightWatcher's (on longname = layer) has no column of one name
+    and two meanings: matcond's s_1 is not called spectral_norm, which is s_1^2 there.
+    layer_type is shared as a name only, a label of another vocabulary (LAYER_TYPE.DENSE)."""
+    _, details, _ = watcher
+    ours = matcond.analyze(model).set_index("tensor")
+    shared = set(ours.columns) & set(details.columns) - {"layer_type"}
+    assert shared == {"stable_rank", "alpha", "alpha_weighted"}
+    for name, tensor in (("0", "0.weight"), ("1", "1.weight"), ("3", "3.weight")):
+        for column in shared:
+            theirs, value = details.loc[name, column], ours.loc[tensor, column]
+            assert theirs == pytest.approx(value, rel=1e-9), (name, column)
 
 
 def test_a_convolution_pools_the_same_eigenvalues(model, watcher):
@@ -96,7 +119,9 @@ def test_a_convolution_pools_the_same_eigenvalues(model, watcher):
     finally:
         logging.disable(logging.NOTSET)
     np.testing.assert_allclose(theirs, pooled, rtol=1e-9)
-    np.testing.assert_allclose(np.sort(conv["spectral_norm"] ** 2)[-1], pooled[-1], rtol=1e-12)
+    np.testing.assert_allclose(
+        np.sort(conv["largest_singular_value"] ** 2)[-1], pooled[-1], rtol=1e-12
+    )
     assert details.loc["2", "lambda_max"] == pytest.approx(pooled[-1], rel=1e-9)
     assert details.loc["2", "alpha"] == pytest.approx(power_law_fit(pooled)["alpha"], rel=1e-9)
     # by design: WeightWatcher's default scales a convolution's matrices (conv2d_norm) ...

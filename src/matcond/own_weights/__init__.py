@@ -110,7 +110,8 @@ def analyse(
 ) -> tuple[pd.DataFrame, dict[str, dict[str, np.ndarray]], pd.DataFrame, pd.DataFrame | None]:
     """The table of ``source`` with one row per weight matrix, the singular values by
     checkpoint and layer, the entries not analysed (``checkpoint``, ``tensor``,
-    ``tensor_shape``, ``reason``; a checkpoint of a folder that cannot be read is one such
+    ``tensor_shape``, ``reason``; tied weights are analysed once, under the first name, and
+    listed here under the others; a checkpoint of a folder that cannot be read is one such
     row, and the others are analysed) and, with ``errors``, the component errors of every
     checkpoint against the first (:func:`.compare.component_errors` with no reference; empty
     for a single checkpoint; None without ``errors``), all from one pass that loads each
@@ -224,7 +225,8 @@ def describe(
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """A row per checkpoint of an :func:`analyze` table, over its weight matrices (not the
-    per-head products ``attention_qk`` / ``attention_ov``): ``n_matrices``, ``n_flagged``
+    per-head products ``attention_qk`` / ``attention_ov``; tied weights, one row in the
+    table, count once): ``n_matrices``, ``n_flagged``
     (rows with a note), the median, geometric mean and largest condition number and the layer
     that has it, the median stable rank, and the mean alpha and alpha_weighted over the
     layers whose fit is reliable (``n_alpha_reliable`` of them)."""

@@ -36,14 +36,20 @@ Types (column ``layer_type``), from the name and the shape:
   size 1 are dropped first (a ``(1, 197, 768)`` position embedding is a 197 x 768 matrix).
 
 Skipped, with the reason (:func:`skipped_entries`): optimizer and scheduler state,
-normalisation buffers, non-tensors, 0-D and 1-D tensors, empty and non-floating tensors, and
-tensors of more than ``max_elements`` elements (read from the shape: nothing is allocated).
+normalisation buffers, non-tensors, 0-D and 1-D tensors, empty and non-floating tensors,
+tensors of more than ``max_elements`` elements (read from the shape: nothing is allocated),
+and tied weights (:func:`tied_entries`: GPT-2's ``lm_head`` is its ``wte``), analysed once,
+under the first name.
+
+Attention layers whose per-head products cannot be formed (the number of heads unknown, or
+shapes that do not fit it) are named in a warning that says how to give the heads.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -120,15 +126,62 @@ def skip_reason(name: str, value: Any, max_elements: int = MAX_ELEMENTS) -> str 
     return None
 
 
+def _fingerprint(tensor: torch.Tensor) -> bytes:
+    """64 of the tensor's elements, evenly spaced, as float64 bytes: equal tensors have equal
+    fingerprints, and tensors with equal fingerprints are compared in full."""
+    import torch
+
+    flat = tensor.reshape(-1)
+    return flat[torch.linspace(0, flat.numel() - 1, 64).long()].double().numpy().tobytes()
+
+
+def _is_constant(tensor: torch.Tensor) -> bool:
+    return bool((tensor == tensor.reshape(-1)[0]).all())
+
+
+def tied_entries(entries: Mapping[str, Any], max_elements: int = MAX_ELEMENTS) -> dict[str, str]:
+    """The analysable entries that repeat an earlier one (in the file's order), each with the
+    earlier one's key: the same tensor (the same memory, shape and strides: tied weights, as
+    GPT-2's ``lm_head`` and ``wte``), or equal values under another name (a tie that saving
+    lost). Constant tensors (zeros, say) are equal by their initialisation, not tied: equal
+    values of those do not count."""
+    import torch
+
+    groups: dict[tuple, list[str]] = {}
+    for key, value in entries.items():
+        if skip_reason(key, value, max_elements) is None:
+            shape = (tuple(value.shape), value.dtype, str(value.device))
+            groups.setdefault((*shape, _fingerprint(value)), []).append(key)
+    tied = {}
+    for keys in (k for k in groups.values() if len(k) > 1):
+        kept: list[str] = []
+        for key in keys:
+            a = entries[key]
+            for first in kept:
+                b = entries[first]
+                same = a.data_ptr() == b.data_ptr() and a.stride() == b.stride()
+                if same or (torch.equal(a, b) and not _is_constant(a)):
+                    tied[key] = first
+                    break
+            else:
+                kept.append(key)
+    return tied
+
+
 def skipped_entries(entries: Mapping[str, Any], max_elements: int = MAX_ELEMENTS) -> pd.DataFrame:
     """One row per entry that is not analysed: ``tensor``, ``tensor_shape`` ('' for a
-    non-tensor), ``reason``."""
+    non-tensor), ``reason`` (:func:`skip_reason`, or the entry it is tied to)."""
     import pandas as pd
 
+    tied = {
+        key: f"tied to {first!r} (the same weights under another name): analysed once, "
+        "under that name"
+        for key, first in tied_entries(entries, max_elements).items()
+    }
     rows = [
         {"tensor": name, "tensor_shape": "x".join(map(str, getattr(v, "shape", ()))), "reason": r}
         for name, v in entries.items()
-        if (r := skip_reason(name, v, max_elements)) is not None
+        if (r := skip_reason(name, v, max_elements) or tied.get(name)) is not None
     ]
     return pd.DataFrame(rows, columns=["tensor", "tensor_shape", "reason"])
 
@@ -238,9 +291,10 @@ def matrices(
         raise ValueError(f"conv must be one of {CONV_CONVENTIONS}, not {conv!r}")
     config = config or {}
     kept = [key for key, value in entries.items() if skip_reason(key, value, max_elements) is None]
-    names = canonical_names(kept)
+    names = canonical_names(kept)  # tied ones included: a tie changes no other name
+    tied = tied_entries(entries, max_elements)
     found = []
-    for key in kept:
+    for key in (k for k in kept if k not in tied):
         tensor, layer = entries[key], names[key]
         *parents, last = layer.split(".")
         last = last.lower()
@@ -302,25 +356,32 @@ def attention_products(found: list[Matrix], config: Mapping[str, Any]) -> list[M
     condition number is the one to read), computed in float64. W_Q,h are the rows of head
     h, W_O,h the columns; grouped-query k, v heads are shared by H / KV query heads. Needs
     the number of heads (``num_attention_heads`` or ``n_head`` in ``config``); none without
-    it."""
-    heads = config_int(config, "num_attention_heads", "n_head")
-    if heads is None:
-        return []
+    it, and a warning names the layers that get none and says how to give it."""
     blocks: dict[str, dict[str, list[Matrix]]] = {}
     for m in found:
         if m.layer_type in ("attention_q", "attention_k", "attention_v", "attention_o"):
             parts = blocks.setdefault(_attention_block(m), {})
             parts.setdefault(m.layer_type[-1], []).append(m)
-    products = []
+    blocks = {
+        block: parts
+        for block, parts in blocks.items()
+        if sorted(parts) == ["k", "o", "q", "v"] and all(len(p) == 1 for p in parts.values())
+    }
+    heads = config_int(config, "num_attention_heads", "n_head")
+    if heads is None:
+        _warn_no_products([_shown(b) for b in blocks], "the number of heads is unknown")
+        return []
+    products, unfit = [], []
     for block, parts in blocks.items():
-        if sorted(parts) != ["k", "o", "q", "v"] or any(len(p) != 1 for p in parts.values()):
-            continue
         q, k, v, o = (parts[p][0].matrix.double() for p in "qkvo")  # products in float64
         head_dim = q.shape[0] // heads
-        if q.shape[0] % heads or k.shape[0] % head_dim or o.shape[1] != q.shape[0]:
-            continue
-        kv_heads = k.shape[0] // head_dim
-        if heads % kv_heads or v.shape != k.shape or k.shape[1] != q.shape[1]:
+        kv_heads = k.shape[0] // head_dim if head_dim and k.shape[0] % head_dim == 0 else 0
+        fits = head_dim and q.shape[0] % heads == 0 and o.shape[1] == q.shape[0]
+        fits = fits and kv_heads and heads % kv_heads == 0 and v.shape == k.shape
+        if not fits or k.shape[1] != q.shape[1]:
+            unfit.append(
+                f"{_shown(block)} (q {tuple(q.shape)}, k {tuple(k.shape)}, o {tuple(o.shape)})"
+            )
             continue
         for h in range(heads):
             rows = slice(h * head_dim, (h + 1) * head_dim)
@@ -339,4 +400,26 @@ def attention_products(found: list[Matrix], config: Mapping[str, Any]) -> list[M
                         tensor_shape=tuple(product.shape),
                     )
                 )
+    _warn_no_products(unfit, f"their shapes do not fit {heads} heads")
     return products
+
+
+def _shown(block: str) -> str:
+    return repr(block) if block else "the top-level attention"
+
+
+def _warn_no_products(blocks: list[str], why: str) -> None:
+    """Warn that the attention layers ``blocks`` (as shown) get no per-head products, why, and
+    how to give the number of heads (nothing for no layer)."""
+    if not blocks:
+        return
+    shown = ", ".join(blocks[:3]) + (", ..." if len(blocks) > 3 else "")
+    warnings.warn(
+        f"{len(blocks)} attention layer(s) ({shown}) get no per-head products (attention_qk, "
+        f"attention_ov): {why}. Give the number of heads as matcond.analyze(..., "
+        "config={'num_attention_heads': H}) (describe and component_errors take config= "
+        "too), or put the model's config.json, with num_attention_heads or n_head, beside the "
+        "weights",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -15,7 +15,10 @@ Columns (norms are in the units of the weights; everything else is dimensionless
   columns do not depend on the scale and are given), the error that stopped the layer's
   analysis (the other layers are analysed all the same), or why a fused projection was not
   split;
-- ``frobenius_norm`` ||W||_F; ``spectral_norm`` s_1;
+- ``frobenius_norm`` ||W||_F; ``largest_singular_value`` s_1 (named so, not
+  ``spectral_norm``, because WeightWatcher's ``spectral_norm`` is s_1^2 and its ``norm`` is
+  ||W||_F^2: a column that has a WeightWatcher column's name has its quantity; the mapping
+  is in docs/own-weights.md);
 - ``condition_number`` s_1 / s_q (inf when numerically rank deficient) and
   ``pseudo_condition_number`` s_1 / s_r, with r = ``numerical_rank`` (#{s_i > rank_rtol s_1});
 - ``effective_rank_t{t}`` #{s_i > t s_1}, one column per configured threshold;
@@ -86,7 +89,7 @@ def result_columns(effective_rank_thresholds: Sequence[float]) -> list[str]:
         "finite",
         "note",
         "frobenius_norm",
-        "spectral_norm",
+        "largest_singular_value",
         "condition_number",
         "pseudo_condition_number",
         "numerical_rank",
@@ -179,7 +182,7 @@ def matrix_row(
     col_cv, col_ratio = _spread(_norms(w, 0))
     values = {
         "frobenius_norm": frob,
-        "spectral_norm": float(s[0]),
+        "largest_singular_value": float(s[0]),
         "condition_number": condition_number(s, rank_rtol),
         "pseudo_condition_number": pseudo_condition_number(s, rank_rtol),
         "numerical_rank": rank,
@@ -198,13 +201,17 @@ def matrix_row(
     values["alpha_reliable"] = bool(n_tail >= MIN_TAIL)
     lost = []
     with np.errstate(over="ignore", under="ignore"):
-        for column, power in (("frobenius_norm", e), ("spectral_norm", e), ("alpha_xmin", 2 * e)):
+        for column, power in (
+            ("frobenius_norm", e),
+            ("largest_singular_value", e),
+            ("alpha_xmin", 2 * e),
+        ):
             scaled = values[column]
             values[column] = float(np.ldexp(scaled, power))
             if scaled != 0 and not np.isnan(scaled) and not TINY <= abs(values[column]) < np.inf:
                 values[column] = float("nan")
                 lost.append(column)
-        spectrum = None if "spectral_norm" in lost else np.ldexp(s, e)
+        spectrum = None if "largest_singular_value" in lost else np.ldexp(s, e)
     values["note"] = ""
     if lost:
         values["note"] = (
