@@ -165,6 +165,26 @@ def test_every_figure_is_named_on_the_site(site):
     assert [f for f in FIGURES if f"<code>{f}</code>" not in text] == []
 
 
+def test_the_paper_runs_figures_are_shown_without_a_run(site):
+    """docs/hooks/paper_run_page.py: every figure of the paper config is kept in
+    docs/paper-run/figures/ (scripts/snapshot_paper_run.py) and shown on its page with its
+    caption; the run's claims page is on the site beside it."""
+    from matcond.pipeline.config import load_yaml, validate_config
+    from matcond.pipeline.plan import Plan
+    from matcond.pipeline.trials import all_trials
+
+    config = validate_config(load_yaml(REPO / "config" / "config.yaml"))
+    drawn = set(Plan(config, all_trials(config)).drawn)
+    kept = {p.stem for p in (REPO / "docs" / "paper-run" / "figures").glob("*.png")}
+    assert drawn == kept, (sorted(drawn - kept), sorted(kept - drawn))
+    page = (site / "paper-figures" / "index.html").read_text()
+    shown = set(re.findall(r'<img alt="[^"]*" src="\.\./paper-run/figures/(\w+)\.png"', page))
+    assert shown == kept
+    assert (
+        site / "paper-run" / "claims.html"
+    ).exists() and 'href="../paper-run/claims.html"' in page
+
+
 def test_the_experiments_page_lists_every_strategy_with_its_description(site):
     from matcond.condition_number.strategies import STRATEGIES
 
