@@ -20,6 +20,7 @@ from matcond.figures.captions import (
 )
 from matcond.figures.catalog import FIGURES
 from matcond.pipeline.config import load_yaml, validate_config
+from matcond.pipeline.plan import CAPTION_TEXT_CHARS, CLIPPED, caption_claim
 from matcond.pipeline.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,3 +194,26 @@ def test_an_experiment_summary_reads_one_spec_per_setting_and_agrees_with_all(na
     for trials in all_trials(config).values():
         n, shared, varied = experiment_summary(trials)
         assert (n, shared, varied) == (len(trials), *trial_settings([t.spec for t in trials]))
+
+
+def test_a_claim_too_long_for_a_caption_line_is_cut_not_the_caption_lost():
+    """A 100,000-character statement (or place, or id) made docutils put an error box in
+    place of the whole caption (its line_length_limit, 10,000): each is cut where the
+    caption lists it, saying where the whole text is; the rest of the caption stays."""
+    summaries = {"exp2_optimizer": (3, {"dim": 8}, ["seed"])}
+    long = {"statement": "<a " * 33_000, "where": "&" * 20_000, "claim_id": "c" * 20_000}
+    claim = {**long, "paper_value": 0.5}
+    whole = caption_document(report_caption("fig2_optimizer", summaries, {}, [claim]))
+    assert any("line-length-limit" in m for m in rest_messages(whole))
+    shown = caption_claim(claim)
+    assert all(
+        v.endswith(CLIPPED) and len(v) == CAPTION_TEXT_CHARS + len(CLIPPED)
+        for k, v in shown.items()
+        if k in long
+    )
+    caption = caption_document(report_caption("fig2_optimizer", summaries, {}, [shown]))
+    assert rest_messages(caption) == []
+    body = html.unescape(rendered(caption))
+    assert "<a <a" in body and "in full on the claims page" in body and "exp2_optimizer" in body
+    short = {"statement": "x", "where": "Fig. 2", "claim_id": "c1", "paper_value": 0.5}
+    assert caption_claim(short) == short

@@ -350,3 +350,32 @@ def test_a_read_only_results_with_damage_to_set_aside_is_one_line(reference, tmp
     )
     assert "Traceback" not in proc.stderr and "OSError" not in proc.stderr
     assert not (results / "damaged").exists()
+
+
+def test_a_second_run_moves_nothing_while_another_holds_the_lock(tmp_path):
+    """A run started beside a live one (its Snakemake lock file in .snakemake/locks) with
+    other settings finds the live run's outputs damaged: one `Cannot start` line, and nothing
+    set aside (it used to move them first, then meet the lock)."""
+    write_config(tmp_path)
+    table_csv = tmp_path / "results" / "tables" / "exp1_dimension.csv"
+    table_csv.parent.mkdir(parents=True)
+    table_csv.write_text("a,b\n1,")  # cut short: damaged
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.output.lock").write_text(f"{table_csv.relative_to(tmp_path)}\n")
+    proc = subprocess.run(command(tmp_path, "--cores", "1"), capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    last = (proc.stdout + proc.stderr).strip().splitlines()[-1]
+    lock = Path(".snakemake/locks/0.output.lock")
+    assert last.startswith(f"Cannot start: another run holds this directory's lock ({lock};"), last
+    assert table_csv.read_text() == "a,b\n1,"
+    assert not (tmp_path / "results" / "damaged").exists()
+
+
+def test_a_run_without_stdout_and_stderr_plans_its_jobs(tmp_path):
+    """`snakemake ... >&- 2>&-`: Python starts with sys.stdout and sys.stderr None; the notes
+    before any job are dropped, not an AttributeError that stops the run (a dry run: the
+    notes are written at parse time, the same in a run)."""
+    write_config(tmp_path)
+    closed = ["sh", "-c", 'exec "$@" >&- 2>&-', "sh", *command(tmp_path, "-n")]
+    assert subprocess.run(closed).returncode == 0

@@ -144,6 +144,27 @@ BAD = [
         one(grid={"spectral_lambda": [0.1]}),
         ["experiments.e: it varies spectral_lambda, which applies to none of its trials"],
     ),
+    # a setting given where it applies to no trial: it would be dropped without a word
+    (
+        one({"optimizer": "adam", "momentum": 0.9}),
+        ["config key defaults.momentum: 0.9 applies to none of the config's trials", "sgd only"],
+    ),
+    (
+        one(settings={"optimizer": "adam", "momentum": 0.9, "nesterov": True}),
+        ["config key experiments.e.settings.momentum: 0.9 applies to none of its trials"],
+    ),
+    (
+        one(variants=[{}, {"optimizer": "adam", "nesterov": True, "momentum": 0.5}]),
+        ["config key experiments.e.variants.1.nesterov: true applies to none of its trials"],
+    ),
+    (
+        one(grid={"opt": [{"optimizer": "adam", "momentum": 0.9}, {"optimizer": "sgd"}]}),
+        ["config key experiments.e.grid.opt.0.momentum: 0.9 applies to none of its trials"],
+    ),
+    (
+        one(settings={"rank": 3}),
+        ["experiments.e.settings.rank: 3 applies to none", "structure low_rank only"],
+    ),
     # thresholds whose columns would share one name
     (
         one({"effective_rank_thresholds": [0.001, 0.0010000001]}),
@@ -170,6 +191,18 @@ def test_valid_grids_still_pass():
     config["experiments"]["e"]["seeds"] = 2
     trials = all_trials(validate_config(config))["e"]
     assert len(trials) == len({t.path for t in trials}) == 2 * 2 * 2
+
+
+def test_momentum_that_applies_to_some_trials_is_accepted():
+    """Momentum set for an experiment (or in defaults) whose grid has SGD and Adam applies to
+    the SGD trials: accepted, and the Adam trials are plain Adam."""
+    for config in (
+        one(settings={"momentum": 0.9}, grid={"optimizer": ["sgd", "adam"]}),
+        one({"momentum": 0.9}, grid={"optimizer": ["sgd", "adam"]}),
+        one({"momentum": 0.9, "optimizer": "adam"}, variants=[{"optimizer": "sgd"}, {}]),
+    ):
+        paths = sorted(t.path.split("/")[3] for t in all_trials(validate_config(config))["e"])
+        assert paths == ["adam-lr0.01-wd0", "sgd-lr0.01-wd0-mom0.9"]
 
 
 def test_duplicate_yaml_key_is_refused_naming_the_file(tmp_path):
@@ -421,3 +454,20 @@ def test_the_slurm_executor_without_slurm_tools_stops_at_once(tmp_path):
         "Cannot start: the SLURM executor (--executor slurm, profiles/slurm) needs sbatch and"
         in out
     )
+
+
+def test_a_value_nested_hundreds_deep_is_one_line_naming_the_key():
+    """A 500-deep list (`--config 'defaults={dim: [[[...]]]}'`, or in a file) exhausted Python's
+    recursion (RecursionError traceback): refused naming the key, before any job."""
+    deep = "[" * 500 + "]" * 500
+    with pytest.raises(ConfigError, match=r"^--config defaults: nested more than 50 levels"):
+        command_line_values({"defaults": "{dim: " + deep + "}"})
+    with pytest.raises(ConfigError, match=r"^--config defaults: nested more than 50 levels"):
+        check_command_line(["snakemake", "--config", f"defaults={{dim: {deep}}}"])
+    nested: list = []
+    for _ in range(500):
+        nested = [nested]
+    with pytest.raises(ConfigError, match=r"^--config defaults.dim: nested more than 50"):
+        command_line_values({"defaults": {"dim": nested}})
+    with pytest.raises(ConfigError, match=r"^config key defaults.dim: nested more than 50"):
+        validate_config({"defaults": {"dim": nested}, "experiments": {"e": {"seeds": 1}}})

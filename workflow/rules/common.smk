@@ -32,6 +32,7 @@ from matcond.pipeline.plan import (
     DIVERGED_TABLE,
     REPORT,
     Plan,
+    caption_claim,
     gn_mem_mb,
 )
 from matcond.pipeline.trials import all_trials, cells_of, config_cells, swept_settings
@@ -65,8 +66,10 @@ try:
     if not workflow.config_settings.configfiles:
         update_config(config, CONFIG_FILES[PAPER_CONFIG.resolve()])
     # --config values arrive with every scalar a string (matcond.pipeline.config.command_line_values)
+    # (their depth checked first: matcond.pipeline.config.check_depth)
+    _values = command_line_values(dict(workflow.config_settings.config))
     check_command_line(sys.argv)
-    update_config(config, command_line_values(dict(workflow.config_settings.config)))
+    update_config(config, _values)
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
     PLAN = Plan(
@@ -198,8 +201,8 @@ def figure_caption(wildcards):
     summaries, gn_settings = PLAN.figure_settings(wildcards.figure)
     tables = PLAN.figure_table_names(wildcards.figure)
     on_figure = [c for c in claims_yaml()["claims"] if c["table"] in tables]
-    paper = [c for c in on_figure if claim_source(c) != OWN]
-    own = [c for c in on_figure if claim_source(c) == OWN]
+    paper = [caption_claim(c) for c in on_figure if claim_source(c) != OWN]
+    own = [caption_claim(c) for c in on_figure if claim_source(c) == OWN]
     return report_caption(wildcards.figure, summaries, gn_settings, paper, own)
 
 

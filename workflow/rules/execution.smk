@@ -10,6 +10,7 @@ from matcond.execution.slurm import slurm_problem
 from matcond.pipeline.config import check_results_dir
 from matcond.pipeline.console import note, say
 from matcond.pipeline.damage import by_block, damaged_files, query_only, set_aside
+from matcond.pipeline.runlock import hold_run_lock, lock_problem
 from matcond.pipeline.run_record import (
     RUN_CONFIG,
     read_run_config,
@@ -156,7 +157,8 @@ def set_aside_damaged_outputs():
     """Move damaged outputs (truncated, altered, holding another trial, or computed with
     settings that no longer match the config; a block's manifest with a trial file missing;
     matcond.pipeline.damage.damaged_files) to results/damaged/ before the DAG is built, so
-    that the run rebuilds them; a dry run and a query (--summary, --list-changes, --report,
+    that the run rebuilds them, never while another run works here
+    (matcond.pipeline.runlock); a dry run and a query (--summary, --list-changes, --report,
     --lint, ...: matcond.pipeline.damage.query_only) only name them."""
     if not workflow.is_main_process:
         return
@@ -169,10 +171,18 @@ def set_aside_damaged_outputs():
         or not workflow.check_envvars
         or query_only(sys.argv)
     )
+    if not inspect_only:  # held while this run lives: no other run moves its files
+        hold_run_lock()
     damaged = damaged_files(
         Path("results"), PLAN.block_requests(), outputs, PLAN.output_settings()
     )
     if damaged and not inspect_only:
+        # another run's files (another config's outputs) are never moved under it
+        if problem := lock_problem():
+            sys.exit(
+                f"Cannot start: {problem}; the {len(damaged)} damaged files this run "
+                "would set aside are left in place: start it once that run has ended"
+            )
         try:  # a read-only results/ cannot take them: one line, not a traceback
             check_results_dir("results")
         except ConfigError as err:

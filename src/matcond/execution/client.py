@@ -168,13 +168,14 @@ class JobRefused(RuntimeError):
 def request_job(request: Mapping[str, Any]) -> int | None:
     """Run the job on the server named by ``$MATCOND_JOB_SERVER``; its exit status.
 
-    None if there is no server to ask, or it is busy (the caller then runs the job itself);
-    JobRefused if
-    the server is another run's (its token differs); minus the signal's number if a signal
-    killed the job's process (e.g. SIGKILL from the out-of-memory killer). A server that is
-    stopped or gone before it starts the job (checked every :data:`POLL_SECONDS`), that does
-    not start it within :data:`ANSWER_SECONDS`, or that goes away while the job runs, is an
-    error naming it.
+    None if there is no server to ask, it is busy, or the connection fails before the job
+    starts (closed, reset, a broken pipe: e.g. a server at its cap of connections closing
+    it unread); the caller then runs the job itself. JobRefused if the server is another
+    run's (its token differs); minus the signal's number if a signal killed the job's
+    process (e.g. SIGKILL from the out-of-memory killer). A server that is stopped or gone
+    before it starts the job (checked every :data:`POLL_SECONDS`), that does not start it
+    within :data:`ANSWER_SECONDS`, or that goes away while the job runs, is an error naming
+    it.
     """
     address, hashed, token = os.environ.get(ADDRESS_ENV, "").rpartition("#")
     if not hashed:  # an address without a token (no server of ours publishes one)
@@ -187,9 +188,12 @@ def request_job(request: Mapping[str, Any]) -> int | None:
         return None
     with conn:
         sent = {**request, "cwd": os.getcwd(), "token": token}
-        conn.sendall(json.dumps(sent).encode() + b"\n")
-        reply, rest = _line(conn, b"", address, deadline)
-        if reply == BUSY:
+        try:
+            conn.sendall(json.dumps(sent).encode() + b"\n")
+            reply, rest = _line(conn, b"", address, deadline)
+        except ConnectionError:  # closed or reset unanswered: the job has not started
+            return None
+        if reply in (BUSY, b""):  # b"": closed before any answer
             return None
         if reply == REFUSED:
             raise JobRefused(
@@ -197,7 +201,10 @@ def request_job(request: Mapping[str, Any]) -> int | None:
                 "token differs); the job ran in its own process"
             )
         if reply == STARTED:  # the job runs: its status comes when it ends, however long
-            reply, _ = _line(conn, rest, address, None)
+            try:
+                reply, _ = _line(conn, rest, address, None)
+            except ConnectionError:
+                reply = b""
     if not reply:
         raise RuntimeError(f"the job server at {address} stopped before the job finished")
     return int(reply)

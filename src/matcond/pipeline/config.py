@@ -113,6 +113,37 @@ def load_yaml(path: str | Path) -> Any:
         raise ConfigError(f"{path} cannot be read ({err})") from None
 
 
+# The deepest a config's values nest (mappings and lists within each other): its own go ~8
+# levels down; hundreds (``--config 'x=[[[...]]]'``) would exhaust Python's recursion.
+MAX_DEPTH = 50
+
+
+def check_depth(value: Any, prefix: str = "config key ") -> None:
+    """ConfigError naming the key (``prefix`` and its mapping keys) whose value nests more
+    than :data:`MAX_DEPTH` mappings and lists deep; walked without recursion, and a mapping
+    or list reached again (a YAML alias) only where it lies deeper than before."""
+    stack, deepest = [(value, "", 0)], {}
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if deepest.get(id(value), -1) >= depth:
+                continue
+            deepest[id(value)] = depth
+        if depth > MAX_DEPTH:
+            raise ConfigError(_too_deep(f"{prefix}{where}"))
+        if isinstance(value, dict):
+            stack += [(v, f"{where}.{k}" if where else str(k), depth + 1) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, where, depth + 1) for v in value]
+
+
+def _too_deep(key: str) -> str:
+    return (
+        f"{key}: nested more than {MAX_DEPTH} levels deep (lists or mappings within each "
+        "other), deeper than any config"
+    )
+
+
 def check_finite(value: Any, where: str = "", _seen: set[int] | None = None) -> None:
     """Raise ConfigError naming the key of the first NaN or infinite number in ``value``, or
     of an integer beyond 64 bits.
@@ -199,6 +230,8 @@ def command_line_values(value: Any, where: str = "", _seen: set[int] | None = No
     '1e-3' stays a string as in a file). A mapping or list met twice is a YAML alias
     (``*name``), which the command line has no use for and which, nested, stands for billions
     of values: ConfigError, naming the key."""
+    if _seen is None:
+        check_depth(value, "--config ")
     seen = set() if _seen is None else _seen
     if isinstance(value, dict | list):
         if id(value) in seen:
@@ -218,6 +251,8 @@ def command_line_values(value: Any, where: str = "", _seen: set[int] | None = No
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
             return value
+        except RecursionError:  # a string Snakemake could not read as YAML either
+            raise ConfigError(_too_deep(f"--config {where}")) from None
         return parsed if isinstance(parsed, bool | int | float | str) else value
     return value
 
@@ -246,6 +281,8 @@ def check_command_line(argv: list[str]) -> None:
             yaml.load(text, Loader=_UniqueKeyBaseLoader)  # noqa: S506 (BaseLoader: strings only)
         except ConfigError as err:
             raise ConfigError(f"--config {key}: {err}") from None
+        except RecursionError:
+            raise ConfigError(_too_deep(f"--config {key}")) from None
         except yaml.YAMLError:
             pass  # Snakemake has said so already
 
@@ -253,6 +290,7 @@ def check_command_line(argv: list[str]) -> None:
 def validate_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Return a validated deep copy of ``config`` with every default filled in."""
     schema = load_schema() if schema is None else schema
+    check_depth(config)
     filled = copy.deepcopy(dict(config))
     check_finite(filled)
     raise_first_error(_FillingValidator(schema), filled)

@@ -281,18 +281,20 @@ def experiment_cells(
     """The settings of one experiment, each once, as (cell path, canonical settings with seed
     0), for settings x grid axes x variants, in the config's order."""
     where = f"experiments.{name}"
-    base = {**defaults, **experiment.get("settings", {})}
-    axes = [_axis_groups(axis, values) for axis, values in experiment.get("grid", {}).items()]
-    axes.append(experiment.get("variants", [{}]))
-    cells, specs, applied = [], {}, set()
-    for groups in itertools.product(*axes):
-        spec = dict(base)
-        for group in groups:
+    cells, specs, applied, given = [], {}, set(), {}
+    for groups in itertools.product(*_given_groups(experiment)):
+        spec = dict(defaults)
+        for group, _ in groups:
             spec.update(group)
         _check_settings(spec, where)
         _check_semantics(spec, where)
         cell = canonical({**spec, "seed": 0})
-        applied |= set(spec) - inapplicable(spec)  # at its neutral value a setting applies too
+        applies = set(spec) - inapplicable(spec)  # at its neutral value a setting applies too
+        applied |= applies
+        for group, path in groups:  # config key -> its setting, value, and if it applied
+            for setting, value in group.items():
+                was = given.get(path.format(setting), (0, 0, False))[2]
+                given[path.format(setting)] = (setting, value, was or setting in applies)
         if (key := json.dumps(cell, sort_keys=True)) in specs:
             raise ConfigError(
                 f"{where}: two combinations of its grid and variants are the same trial "
@@ -307,7 +309,33 @@ def experiment_cells(
             f"{where}: it varies {', '.join(unused)}, which applies to none of its trials "
             f"(see x-applies-to in the config schema)"
         )
+    for key, (setting, value, _) in filter(lambda item: not item[1][2], given.items()):
+        _refuse_unapplied(f"{where}.{key}", setting, value, "its trials")
     return cells
+
+
+def _given_groups(experiment: dict[str, Any]) -> list[list[tuple[dict[str, Any], str]]]:
+    """An experiment's setting groups per axis (its settings, each grid axis, its variants),
+    each with its config key below the experiment, ``{}`` standing for a setting's name."""
+    axes = [[(experiment.get("settings", {}), "settings.{}")]]
+    for axis, values in experiment.get("grid", {}).items():
+        keys = [f"grid.{axis}.{i}{'.{}' * isinstance(v, dict)}" for i, v in enumerate(values)]
+        axes.append(list(zip(_axis_groups(axis, values), keys, strict=True)))
+    variants = experiment.get("variants", [{}])
+    return [*axes, [(group, f"variants.{i}.{{}}") for i, group in enumerate(variants)]]
+
+
+def _refuse_unapplied(key: str, setting: str, value: Any, trials: str) -> None:
+    """ConfigError for a setting given a value of its own (not its default) where it applies
+    to none of ``trials`` (e.g. momentum with Adam only: it would be dropped without a word)."""
+    if value == SETTINGS[setting]["default"]:
+        return
+    applies_to = SETTINGS[setting]["x-applies-to"]
+    choices = "; ".join(f"{k} {' or '.join(map(str, v))}" for k, v in applies_to.items())
+    raise ConfigError(
+        f"config key {key}: {json.dumps(value)} applies to none of {trials} ({setting} applies "
+        f"to {choices} only: see x-applies-to in the config schema); remove it"
+    )
 
 
 def experiment_trials(
@@ -387,7 +415,19 @@ def all_trials(config: dict[str, Any]) -> dict[str, list[Trial]]:
                     "part of a trial's path (x-path: false in the config schema): set them in "
                     "`defaults` only, or the same in both"
                 )
+    _check_defaults_apply(config["defaults"], by_experiment)
     return by_experiment
+
+
+def _check_defaults_apply(defaults: dict[str, Any], by_experiment: dict[str, list]) -> None:
+    """:func:`_refuse_unapplied` for a default that turns on a setting (momentum, nesterov:
+    NEUTRAL) for no trial at all; others (rank) wait for the experiments that choose them."""
+    cells = {t.cell: t for trials in by_experiment.values() for t in trials}
+    chosen = {tuple(t.spec[k] for k in CHOICES) for t in cells.values()}  # choices: never dropped
+    for name in NEUTRAL.keys() & defaults.keys():
+        applies_to = SETTINGS[name].get("x-applies-to", {}).items()
+        if not any(all(c[CHOICES.index(k)] in v for k, v in applies_to) for c in chosen):
+            _refuse_unapplied(f"defaults.{name}", name, defaults[name], "the config's trials")
 
 
 def seeds_by_cell(trials: Iterable[Trial]) -> dict[str, list[int]]:
