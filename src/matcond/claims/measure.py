@@ -74,7 +74,7 @@ def measurement(claim: dict, tables: dict[str, pd.DataFrame]):
     for value in over_values:
         extra = {} if over_key is None else {over_key: value}
         filt = {**claim.get("filter", {}), **extra}
-        base = {**claim.get("baseline", {}), **extra}
+        base = {**extra, **claim.get("baseline", {})}  # a baseline's own value stays
         if kind == "value":
             comparisons = [(filt,)]
         elif kind == "improvement_gap":
