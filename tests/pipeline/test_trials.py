@@ -11,6 +11,7 @@ import pytest
 from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.trials import (
     CHOICE_PARAMS,
+    NEUTRAL,
     Trial,
     all_trials,
     canonical,
@@ -250,10 +251,13 @@ def test_momentum_is_gridded_from_the_schema_and_plain_sgd_keeps_its_trial():
         all_trials(validate_config({"experiments": {"e": adam}}))
 
 
-def test_a_grid_at_a_settings_neutral_value_is_the_plain_trial_not_a_refusal():
+@pytest.mark.parametrize("name", sorted(NEUTRAL))
+def test_a_grid_at_a_settings_neutral_value_is_the_plain_trial_not_a_refusal(name):
     """momentum: [0.0] applies to SGD's trials though the value drops out of their path (it
-    was refused as applying to none of them); with Adam it still applies to none."""
-    neutral = validate_config({"experiments": {"e": {"grid": {"momentum": [0.0]}, "seeds": [0]}}})
+    was refused as applying to none of them), and so does every setting at its neutral
+    value; with Adam momentum still applies to none."""
+    grid = {"grid": {name: [NEUTRAL[name]]}, "seeds": [0]}
+    neutral = validate_config({"experiments": {"e": grid}})
     plain = validate_config({"experiments": {"e": {"seeds": [0]}}})
     assert all_trials(neutral)["e"] == all_trials(plain)["e"]
     adam = {"settings": {"optimizer": "adam"}, "grid": {"momentum": [0.0]}, "seeds": 1}
