@@ -269,6 +269,7 @@ def test_the_small_runs_console_shows_progress_and_problems_only(finished):
     assert 10 <= len(progress) <= 12 and progress[-1].endswith("(100%) done")
     assert not any(re.match(r"(local)?rule \w+:$", x) for x in lines)
     assert "trials diverged" in console
+    assert "(a smoke test), not judged; the paper run's verdicts" in console
     log = sorted((finished / ".snakemake" / "log").glob("*.snakemake.log"))[0].read_text()
     assert len(re.findall(r"^(?:local)?rule train:$", log, flags=re.M)) > 10
 

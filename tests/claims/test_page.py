@@ -4,12 +4,15 @@ from templates with every user text escaped, the counts those of the table."""
 import math
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from matcond.claims.evaluate import CLAIM_COLUMNS
 from matcond.claims.page import claims_page, landing_scorecard, table_page
+
+REPO = Path(__file__).resolve().parents[2]
 
 HOSTILE = "</td></table><script>window.pwned = 1</script> & <b>bold</b>"
 
@@ -208,3 +211,28 @@ def test_the_findings_show_each_claim_with_its_verdict_and_open_it_below():
     badges = re.findall(r'<span class="verdict"[^>]*>([^<]+)</span>', items[0])
     assert badges == ["reproduced", "not comparable"]
     assert "paper 0.27, ours 0.25 [0.21, 0.3]" in items[0]
+
+
+def test_a_run_on_other_settings_opens_by_pointing_to_the_paper_runs_results():
+    """The small run's landing page had every paper claim "settings differ" and nothing
+    saying it was a smoke test or where the paper-scale verdicts are."""
+    judged = landing_scorecard(claims_table(), {})
+    assert 'class="smoke-test"' not in judged
+    table = claims_table()
+    papers = table["source"] != "own check"
+    table.loc[papers.idxmax(), "verdict"] = "settings differ"
+    smoke = landing_scorecard(table, {})
+    pointer = smoke.split('<p class="smoke-test"', 1)[1].split("</p>", 1)[0]
+    assert f"1 of the papers' {papers.sum()} claims" in pointer
+    for kept in ("docs/results.md", "docs/paper-figures.md", "docs/paper-run/claims.html"):
+        assert kept in pointer and (REPO / kept).exists()
+
+
+def test_the_console_line_of_a_smoke_test_names_where_the_verdicts_are():
+    from matcond.claims.markdown import smoke_test_line
+
+    assert smoke_test_line(claims_table()) == ""
+    table = claims_table()
+    table.loc[0, "verdict"] = "settings differ"
+    line = smoke_test_line(table)
+    assert line.startswith("Note: 1 of the papers' ") and "docs/results.md" in line

@@ -60,7 +60,7 @@ rule claims:
         tables=PLAN.claims_tables(),
         gn_tables=PLAN.gn_sweep_tables(),
     output:
-        csv="results/claims.csv",
+        csv=CLAIMS_TABLE,
         parquet="results/claims.parquet",
         html=report(
             "results/claims.html", caption="../report/claims.rst", category="Claims"

@@ -28,6 +28,7 @@ from matcond.pipeline.config import (
 )
 from matcond.pipeline.fingerprints import code_fingerprint, module_path
 from matcond.pipeline.plan import (
+    CLAIMS_TABLE,
     DEPTH_PER_TRIAL,
     DIVERGED_TABLE,
     REPORT,

@@ -91,6 +91,14 @@ onsuccess:
             ),
             sys.stdout,
         )
+    if Path(
+        CLAIMS_TABLE
+    ).exists():  # a smoke test says where the paper-scale verdicts are
+        import pandas as pd
+        from matcond.claims.markdown import smoke_test_line
+
+        if line := smoke_test_line(pd.read_csv(CLAIMS_TABLE)):
+            say(line, sys.stdout)
 
 
 onerror:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from matcond.claims.check import SOURCES
+from matcond.claims.check import OWN, SOURCES
 from matcond.claims.evaluate import VERDICTS
 
 
@@ -25,6 +25,21 @@ def scorecard(table: pd.DataFrame) -> pd.DataFrame:
         counts["readings measure"] = robust.count().reindex(counts.index, fill_value=0)
         counts["reading-robust"] = robust.sum().reindex(counts.index, fill_value=0).astype(int)
     return counts.reset_index()
+
+
+def smoke_test_line(table: pd.DataFrame) -> str:
+    """One console line for a run whose papers' claims were measured on other settings than
+    the papers' (``settings differ``: a smoke test such as the small run), saying where the
+    paper run's verdicts are kept; "" for a run that judges them."""
+    papers = table[table["source"] != OWN]
+    unjudged = int((papers["verdict"] == "settings differ").sum())
+    if not unjudged:
+        return ""
+    return (
+        f"Note: {unjudged} of the papers' {len(papers)} claims were measured on other settings "
+        "than the papers' (a smoke test), not judged; the paper run's verdicts and figures, "
+        "without a run: docs/results.md and docs/paper-figures.md"
+    )
 
 
 def by_source(table: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import jinja2
 import pandas as pd
 
-from matcond.claims.check import SOURCES
+from matcond.claims.check import OWN, SOURCES
 from matcond.claims.evaluate import VERDICTS
 from matcond.claims.markdown import interval_text, scorecard
 from matcond.figures.captions import figure_title
@@ -228,7 +228,9 @@ def landing_scorecard(
     paper's value, ours and verdict, linked to the claim below); then per source and verdict
     the list of those claims (folded; a count opens its list), each with the paper's value,
     ours and links that show its figures (``figures``: per claim the figures drawn from its
-    table)."""
+    table). Where a paper's claim was measured on other settings than the paper's (``settings
+    differ``: a smoke test such as the small run), it opens by saying so and where the paper
+    run's verdicts and figures are kept."""
     figures = figures or {}
     by_id = {row.claim_id: row for row in table.itertuples(index=False)}
 
@@ -280,6 +282,11 @@ def landing_scorecard(
                     "claims": claims,
                 }
             )
+    papers = table[table["source"] != OWN]
+    unjudged = int((papers["verdict"] == "settings differ").sum())
     return TEMPLATES.get_template("scorecard.html").render(
-        card=card, findings=[f for f in answered if f["claims"]], groups=groups
+        card=card,
+        findings=[f for f in answered if f["claims"]],
+        groups=groups,
+        smoke_test={"unjudged": unjudged, "papers": len(papers)} if unjudged else None,
     )

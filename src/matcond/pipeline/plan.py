@@ -20,6 +20,7 @@ from matcond.pipeline.config import ConfigError
 from matcond.pipeline.trials import Trial, blocks_of, seeds_by_cell
 
 DIVERGED_TABLE = "results/tables/diverged_trials.csv"
+CLAIMS_TABLE = "results/claims.csv"
 # The depth formula's per-trial table, in the per-trial tables' layout (claims name it
 # DEPTH_TABLE, as an experiment).
 DEPTH_PER_TRIAL = f"results/per_trial/{DEPTH_TABLE}.parquet"
@@ -320,7 +321,7 @@ class Plan:
             for name in self.config["checkpoints"]
             for suffix in CHECKPOINT_SUFFIXES
         ]
-        claims = ["results/claims.csv", "results/claims.parquet", "results/claims.html"]
+        claims = [CLAIMS_TABLE, "results/claims.parquet", "results/claims.html"]
         claims += ["results/readings.md", DIVERGED_TABLE, "results/diverged_trials.html"]
         claims = claims if self.trials else []  # a config of GN sweeps or checkpoints only
         gn_trials = [f for part in self.gn_trials for f in self.gn_trial_tables(part)]
