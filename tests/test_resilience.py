@@ -372,6 +372,35 @@ def test_a_second_run_moves_nothing_while_another_holds_the_lock(tmp_path):
     assert not (tmp_path / "results" / "damaged").exists()
 
 
+def test_a_results_symlink_loop_is_one_line(tmp_path):
+    """results/ a link to itself: Snakemake's listing of its files raised ELOOP."""
+    write_config(tmp_path)
+    (tmp_path / "results").symlink_to("results")
+    proc = subprocess.run(command(tmp_path, "-n"), capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    last = (proc.stdout + proc.stderr).strip().splitlines()[-1]
+    assert last == (
+        f"Cannot start: the results directory {tmp_path / 'results'} cannot be reached: "
+        "Too many levels of symbolic links"
+    )
+    assert "Traceback" not in proc.stderr
+
+
+def test_results_damaged_as_a_file_is_one_line(tmp_path):
+    """A damaged table to set aside, and a plain file where results/damaged/ goes."""
+    write_config(tmp_path)
+    table_csv = tmp_path / "results" / "tables" / "exp1_dimension.csv"
+    table_csv.parent.mkdir(parents=True)
+    table_csv.write_text("a,b\n1,")  # cut short: damaged
+    (tmp_path / "results" / "damaged").write_text("a file")
+    proc = subprocess.run(command(tmp_path, "--cores", "1"), capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    last = (proc.stdout + proc.stderr).strip().splitlines()[-1]
+    assert last.startswith("Cannot start: results/tables/exp1_dimension.csv is damaged ("), last
+    assert "cannot be set aside in results/damaged/ (" in last
+    assert "Traceback" not in proc.stderr and table_csv.read_text() == "a,b\n1,"
+
+
 def test_a_run_without_stdout_and_stderr_plans_its_jobs(tmp_path):
     """`snakemake ... >&- 2>&-`: Python starts with sys.stdout and sys.stderr None; the notes
     before any job are dropped, not an AttributeError that stops the run (a dry run: the

@@ -18,6 +18,7 @@ from matcond.pipeline.config import (
     check_results_dir,
     command_line_values,
     load_yaml,
+    results_dir_problem,
     validate_config,
 )
 from matcond.pipeline.trials import all_trials
@@ -240,6 +241,27 @@ def test_results_dir_that_cannot_be_written_is_named(tmp_path, monkeypatch):
         check_results_dir(tmp_path / "ok", min_free_mb=10**12)
     check_results_dir(tmp_path / "ok")
     assert not any((tmp_path / "ok").iterdir())
+
+
+def test_a_results_path_that_is_no_directory_is_named_before_the_dag(tmp_path):
+    """A file, a symlink loop or a dangling link in place of results/ (Snakemake's listing of
+    its files raised ELOOP after the parse); a missing one or a link to a directory is fine."""
+    assert results_dir_problem(tmp_path / "missing") is None
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "to_dir").symlink_to(tmp_path / "dir")
+    assert results_dir_problem(tmp_path / "dir") is None
+    assert results_dir_problem(tmp_path / "to_dir") is None
+    (tmp_path / "file").write_text("not a directory")
+    assert results_dir_problem(tmp_path / "file") == (
+        f"{tmp_path / 'file'} is not a directory: move it away, and a run makes one"
+    )
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert results_dir_problem(tmp_path / "loop") == (
+        f"the results directory {tmp_path / 'loop'} cannot be reached: "
+        "Too many levels of symbolic links"
+    )
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert results_dir_problem(tmp_path / "dangling").endswith(": No such file or directory")
 
 
 def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:

@@ -102,3 +102,13 @@ def test_the_report_command_keeps_the_working_directory():
     ):
         command = shlex.split(report_command(RECORD, "results/report.html", argv))
         assert command[1:3] == ["--directory", "/tmp/my run"]
+
+
+def test_a_record_that_cannot_be_written_is_a_note_not_a_traceback(tmp_path):
+    """A directory where the record goes stopped every run at its start."""
+    path = tmp_path / "record.json"
+    path.mkdir()
+    problem = write_run_config(RECORD, path)
+    assert problem.startswith(f"the run record {path} cannot be written (")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]  # no partial file
+    assert write_run_config(RECORD, tmp_path / "other.json") is None

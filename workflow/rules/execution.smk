@@ -7,7 +7,7 @@ from matcond.execution.client import ADDRESS_ENV
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.execution.jobserver import JobServer, slurm_group_rules
 from matcond.execution.slurm import slurm_problem
-from matcond.pipeline.config import check_results_dir
+from matcond.pipeline.config import check_results_dir, results_dir_problem
 from matcond.pipeline.console import note, say
 from matcond.pipeline.damage import by_block, damaged_files, query_only, set_aside
 from matcond.pipeline.runlock import hold_run_lock, lock_problem
@@ -62,7 +62,8 @@ onstart:
         check_results_dir("results")
     except ConfigError as err:
         sys.exit(f"Cannot start: {err}")
-    write_run_config(this_run_config())
+    if problem := write_run_config(this_run_config()):
+        note(f"{problem}; a later --report names no command for this run's config")
     if not workflow.local_exec and uses_slurm() and (problem := slurm_problem()):
         sys.exit(f"Cannot start: {problem}")
     if workflow.local_exec:
@@ -170,6 +171,8 @@ def set_aside_damaged_outputs():
     --lint, ...: matcond.pipeline.damage.query_only) only name them."""
     if not workflow.is_main_process:
         return
+    if problem := results_dir_problem("results"):  # before Snakemake lists its files
+        sys.exit(f"Cannot start: {problem}")
     outputs = [f for f in PLAN.targets() if not f.startswith("results/trials/")]
     # the report is no rule's output, but an interrupted --report leaves it empty
     outputs.append(REPORT)
@@ -207,9 +210,16 @@ def set_aside_damaged_outputs():
         if inspect_only:
             fate = f"a run moves {'them' if trial_files else 'it'} to results/damaged/; {remedy}"
         else:
-            for trial_file in trial_files:
-                set_aside(trial_file, Path("results"))
-            fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
+            try:
+                for trial_file in trial_files:
+                    set_aside(trial_file, Path("results"))
+                fate = f"moved to {set_aside(path, Path('results'))}; {remedy}"
+            except OSError as err:  # e.g. results/damaged is a file
+                sys.exit(
+                    f"Cannot start: {named} is damaged ({problem}) and cannot be set aside "
+                    f"in results/damaged/ ({err.strerror or err}); make results/damaged "
+                    "a directory (or move it away) and start again"
+                )
         note(f"{named} {'are' if trial_files else 'is'} damaged ({problem}): {fate}")
     # the files rules make (a trial file is rebuilt through its block's manifest)
     rebuilt = [

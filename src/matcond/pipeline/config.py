@@ -11,6 +11,7 @@ import errno
 import functools
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -387,6 +388,23 @@ def _check_sample_counts(key: str, sweep: dict[str, Any], rows: dict[str, int]) 
         )
 
 
+def results_dir_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be the results directory, seen before the DAG is built: it is
+    there but not a directory, or a link that leads nowhere or in a loop; None where it is a
+    directory or not there yet."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return None
+    try:
+        is_dir = stat.S_ISDIR(path.stat().st_mode)
+    except OSError as err:
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        return f"the results directory {path.absolute()} cannot be reached: {reason}"
+    if not is_dir:
+        return f"{path.absolute()} is not a directory: move it away, and a run makes one"
+    return None
+
+
 def check_results_dir(path: str | Path, min_free_mb: int = 200) -> None:
     """Raise ConfigError, naming ``path``, unless a file can be written there and space is left."""
     path = Path(path)
@@ -399,11 +417,11 @@ def check_results_dir(path: str | Path, min_free_mb: int = 200) -> None:
     except OSError as err:
         reason = os.strerror(err.errno) if err.errno else str(err)
         raise ConfigError(
-            f"cannot write to the results directory {path.resolve()}: {reason}"
+            f"cannot write to the results directory {path.absolute()}: {reason}"
         ) from None
     if free_mb < min_free_mb:
         reason = os.strerror(errno.ENOSPC)
         raise ConfigError(
-            f"the results directory {path.resolve()} has {free_mb} MB free ({reason}); "
+            f"the results directory {path.absolute()} has {free_mb} MB free ({reason}); "
             f"need at least {min_free_mb} MB"
         )

@@ -19,14 +19,24 @@ RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
 MAX_BYTES = 2**20  # a record names files and values: kilobytes
 
 
-def write_run_config(record: dict, path: Path = RUN_CONFIG) -> None:
+def write_run_config(record: dict, path: Path = RUN_CONFIG) -> str | None:
     """Write ``record`` to ``path`` through a new file renamed into place (a symlink or
-    anything else found at ``path`` is replaced, its target left alone)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    anything else found at ``path`` is replaced, its target left alone); None once written,
+    else why not (e.g. a directory at ``path``), its partial file removed: the run goes on
+    without a record."""
     partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.unlink(missing_ok=True)
-    partial.write_text(json.dumps(record))
-    os.replace(partial, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.unlink(missing_ok=True)
+        partial.write_text(json.dumps(record))
+        os.replace(partial, path)
+    except OSError as err:
+        try:
+            partial.unlink(missing_ok=True)
+        except OSError:
+            pass
+        return f"the run record {path} cannot be written ({err.strerror or err})"
+    return None
 
 
 def read_run_config(path: Path = RUN_CONFIG) -> dict | None:
