@@ -13,8 +13,9 @@ from matcond.execution.client import ADDRESS_ENV, STARTED, request_job, run_job
 
 
 def fake_server(address: Path, answer: bytes) -> socket.socket:
-    """A listener that accepts each connection, sends ``answer`` unasked and closes it with
-    the request unread (a server at its cap of connections, closing at once)."""
+    """A listener that accepts each connection and closes it: with the request unread and no
+    answer (a server at its cap of connections, closing at once), or having read the request
+    and sent ``answer`` (a server that starts the job, then goes away)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(address))
     listener.listen(8)
@@ -25,7 +26,12 @@ def fake_server(address: Path, answer: bytes) -> socket.socket:
                 conn, _ = listener.accept()
             except OSError:  # the listener closed: the test is over
                 return
-            if answer:
+            if answer:  # read the request first, as the server does
+                received = b""
+                while not received.endswith(b"\n"):
+                    if not (chunk := conn.recv(65536)):
+                        break
+                    received += chunk
                 conn.sendall(answer)
             conn.close()
 
