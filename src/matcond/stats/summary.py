@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from matcond.stats.mean_bootstrap import mean_ci
 from matcond.stats.median_bootstrap import median_ci
 
 CONFIDENCE = 0.95
@@ -109,7 +110,9 @@ def bootstrap_ci(
     paired: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """95 % bootstrap interval of ``statistic(*samples, axis=-1)`` (BCa, else percentile);
-    exact for ``np.median`` of one sample (:func:`matcond.stats.median_bootstrap.median_ci`).
+    exact for ``np.median`` of one sample (:func:`matcond.stats.median_bootstrap.median_ci`),
+    and for ``np.mean`` of one sample on scipy's resamples without building them
+    (:func:`matcond.stats.mean_bootstrap.mean_ci`).
 
     ``samples`` are arrays whose last axis runs over trials; leading axes are a batch of
     independent groups (all of one size). ``paired=True`` resamples the same trials from every
@@ -126,6 +129,13 @@ def bootstrap_ci(
         return np.full(batch, np.nan), np.full(batch, np.nan)
     if statistic is np.median and len(samples) == 1:  # exact: no resampling
         low, high = median_ci(samples[0].reshape(-1, samples[0].shape[-1]))
+        return low.reshape(batch), high.reshape(batch)
+    if statistic is np.mean and len(samples) == 1:  # scipy's resamples, as products
+        rows = samples[0].reshape(-1, samples[0].shape[-1])
+        low, high = np.empty(len(rows)), np.empty(len(rows))
+        for first in range(0, len(rows), GROUPS_PER_CALL):
+            block = slice(first, first + GROUPS_PER_CALL)
+            low[block], high[block] = mean_ci(rows[block], CONFIDENCE, N_RESAMPLES, SEED)
         return low.reshape(batch), high.reshape(batch)
 
     def run(method: str, data: list[np.ndarray]):
