@@ -157,3 +157,17 @@ def test_every_claim_that_names_a_direction_states_it():
         ) and "expect" not in claim:
             missing.append(claim["claim_id"])
     assert missing == []
+
+
+def test_a_claim_names_the_devices_its_trials_trained_on():
+    """Issue 58: the claims table says where each setting ran (a block's manifest records it,
+    matcond.pipeline.files.read_trials adds it to the trial tables); arms on two devices
+    name both, a table without the column names none."""
+    claim = law_claim(2.0)
+    tables = heavy_tables(2.0)
+    assert evaluate({"claims": [claim]}, tables).iloc[0]["device"] == ""
+    tables["exp"]["device"] = np.where(tables["exp"]["setting"] == "big", "cuda", "cpu")
+    assert evaluate({"claims": [claim]}, tables).iloc[0]["device"] == "cpu+cuda"
+    alone = {**claim, "kind": "value", "paper_value": 5.0}
+    del alone["baseline"], alone["expect"]
+    assert evaluate({"claims": [alone]}, tables).iloc[0]["device"] == "cuda"

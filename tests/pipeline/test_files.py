@@ -40,9 +40,9 @@ def block_request(trials: list[Trial]) -> str:
     return Block(tuple(trials), 0, 4).request(saved=())
 
 
-def write_block(results, trials: list[Trial], table: pd.DataFrame):
-    """Each trial's table and the block's manifest, as a training job writes them; returns
-    the block's path below results/trials and its manifest."""
+def write_block(results, trials: list[Trial], table: pd.DataFrame, device: str = "cpu"):
+    """Each trial's table and the block's manifest (trained on ``device``), as a training
+    job writes them; returns the block's path below results/trials and its manifest."""
     directory = results / "trials" / trials[0].cell
     directory.mkdir(parents=True, exist_ok=True)
     records = {}
@@ -52,7 +52,7 @@ def write_block(results, trials: list[Trial], table: pd.DataFrame):
         files = {path.name: file_record(path)}
         records[f"seed{trial.seed}"] = {"diverged_epoch": None, "files": files}
     manifest = directory / "seeds0-3.json"
-    write_manifest(manifest, json.loads(block_request(trials)), records, "cpu")
+    write_manifest(manifest, json.loads(block_request(trials)), records, device)
     return f"{trials[0].cell}/seeds0-3", manifest
 
 
@@ -90,7 +90,9 @@ def test_trial_file_must_hold_the_trial_its_path_names(tmp_path, spec, table):
     _, manifest = write_block(results, [mine, other], table)
     root = results / "trials"
     both = read_trials([manifest], [mine.path, other.path], root)
-    assert both.equals(pd.concat([table, table], ignore_index=True))
+    assert both.equals(pd.concat([table, table], ignore_index=True).assign(device="cpu"))
+    narrow = read_trials([manifest], [mine.path], root, columns=["epoch"])
+    assert list(narrow.columns) == ["epoch"]  # the device only with every column
     mine_file, other_file = (root / f"{t.path}.parquet" for t in (mine, other))
     mine_file.write_bytes(other_file.read_bytes())  # the same size: only the SHA-256 sees it
     with pytest.raises(DamagedFileError, match="checksum mismatch"):
@@ -105,6 +107,21 @@ def test_trial_file_must_hold_the_trial_its_path_names(tmp_path, spec, table):
         read_trials([manifest], [mine.path], root)
     with pytest.raises(DamagedFileError, match="listed in none of the manifests"):
         read_trials([], [mine.path], root)
+
+
+def test_each_trial_reads_with_the_device_its_block_trained_on(tmp_path, spec, table):
+    """Blocks of one experiment on the CPU and on a GPU (device: auto, d >= gpu_min_dim), and
+    a manifest from before devices were recorded ("")."""
+    results = tmp_path / "results"
+    here = trial_of(spec)
+    there = trial_of({**spec, "dim": spec["dim"] * 2})
+    _, on_cpu = write_block(results, [here], table)
+    _, on_gpu = write_block(results, [there], table, device="cuda")
+    stored = json.loads(on_cpu.read_text())
+    del stored["device"]
+    on_cpu.write_text(json.dumps(stored))
+    frame = read_trials([on_cpu, on_gpu], [here.path, there.path], results / "trials")
+    assert list(frame["device"]) == [""] * len(table) + ["cuda"] * len(table)
 
 
 def test_weights_checked_against_digest_and_spec(tmp_path, spec):

@@ -124,7 +124,9 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
 
     ``where`` holds setting values, ``component``, ``matrix`` (default ``product``),
     ``epoch`` (default: the table's last) and ``field`` (overrides the argument). Diverged
-    trials and non-finite values are dropped; ``attrs["n_diverged"]`` counts the diverged ones.
+    trials and non-finite values are dropped; ``attrs["n_diverged"]`` counts the diverged ones,
+    ``attrs["devices"]`` names the devices the kept trials trained on (the table's ``device``
+    column, where it has one; recorded ones only).
     """
     where = {"matrix": "product", **where}
     component = where.pop("component")
@@ -146,6 +148,9 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     kept = values[~diverged.reindex(values.index).fillna(False).astype(bool)]
     kept = kept[np.isfinite(kept.astype(float))].astype(float).sort_index()
     kept.attrs["n_diverged"] = int(diverged.sum())
+    if "device" in rows:
+        devices = rows.loc[rows["seed"].isin(kept.index), "device"]
+        kept.attrs["devices"] = sorted(set(devices.astype(str)) - {""})
     return kept
 
 

@@ -98,6 +98,7 @@ CLAIM_COLUMNS = [
     "n_required",
     "n_diverged",
     "paired",
+    "device",
     "verdict",
     "companion",
     "companion_ci_low",
@@ -204,6 +205,7 @@ def evaluate_claim(
     nan = math.nan
     row.update(band_low=nan, band_high=nan, statistic="", measured=nan, ci_low=nan, ci_high=nan)
     row.update(n=nan, n_required=nan, n_diverged=nan, paired=False, note="", rule="interval")
+    row["device"] = ""
     row.update(companion=nan, companion_ci_low=nan, companion_ci_high=nan)
     row.update(dict.fromkeys(LAW_COLUMNS, nan), law_statistic="", law_verdict="")
     row.update(dict.fromkeys(PREDICTIVE_COLUMNS, nan))
@@ -215,6 +217,7 @@ def evaluate_claim(
         value, low, high, paired, n = estimate(arms, measure)
         row.update(statistic=statistic, measured=value, ci_low=low, ci_high=high, paired=paired)
         row.update(n=n, n_diverged=max(a.attrs["n_diverged"] for a in arms))
+        row["device"] = "+".join(sorted({d for a in arms for d in a.attrs.get("devices", ())}))
         if claim["paper_value"] == "theory" and row["kind"] == "ratio":
             row["statistic"] = f"predicted / measured {statistic}"
         elif claim["paper_value"] == "theory":

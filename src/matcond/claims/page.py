@@ -110,6 +110,8 @@ def _claim_row(row, figures: Mapping[str, list[str]]) -> dict:
         n = f"{row.statistic}, n = {row.n:.0f}"
         if row.n_diverged:
             n += f", {row.n_diverged:.0f} diverged left out"
+        if isinstance(row.device, str) and row.device:
+            n += f", trained on {row.device}"
         ours_notes.append(n)
     if row.rule == "predictive":
         accepted = f"[{_number(row.accepted_low)}, {_number(row.accepted_high)}]"

@@ -262,7 +262,10 @@ def read_trials(
 ) -> pd.DataFrame:
     """The tables of ``trials`` (paths below ``root``) stacked in that order, as one frame,
     with a column for each of ``settings`` (a trial at a setting's neutral value, where the
-    trial does not store it, gets that value: :data:`matcond.pipeline.trials.NEUTRAL`).
+    trial does not store it, gets that value: :data:`matcond.pipeline.trials.NEUTRAL`) and,
+    where every column is read (``columns`` None), a last column ``device``: the device its
+    block trained on, as its manifest records it (``cpu``, ``cuda``; "" for a manifest from
+    before devices were recorded).
 
     Each file is read once and checked: against the record of the manifest of its block among
     ``manifests`` (size, SHA-256), its page checksums, and the spec in its metadata against
@@ -273,9 +276,13 @@ def read_trials(
     import pyarrow.parquet as pq
 
     records: dict[Path, dict] = {}
+    devices: dict[Path, str] = {}
     for manifest in manifests:
-        records.update(listed_files(Path(manifest), read_manifest(manifest)))
-    tables = []
+        content = read_manifest(manifest)
+        listed = listed_files(Path(manifest), content)
+        records.update(listed)
+        devices.update(dict.fromkeys(listed, str(content.get("device", ""))))
+    tables, trained_on = [], []
     for trial in trials:
         path = root / f"{trial}.parquet"
         if path not in records:
@@ -289,6 +296,7 @@ def read_trials(
         if problem := _spec_problem(stored and stored.decode(), path, root):
             raise DamagedFileError(path, problem)
         tables.append(table)
+        trained_on += [devices[path]] * table.num_rows
     if not tables:
         raise ValueError("no trials to read")
     frame = pa.concat_tables(tables, promote_options="default").to_pandas()
@@ -297,6 +305,8 @@ def read_trials(
             value = NEUTRAL[name]
             filled = frame[name].fillna(value) if name in frame else value
             frame[name] = pd.Series(filled, index=frame.index).astype(type(value))
+    if columns is None:
+        frame["device"] = trained_on
     return frame
 
 
