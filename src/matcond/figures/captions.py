@@ -27,7 +27,8 @@ def config_notes(
     the workflow read (the readings, the theory table, the GN parts on saved weights). Names an
     experiment that nothing draws or checks (with the closest known name, if it looks
     misspelt), every figure that is skipped although some of what it needs is configured, and
-    how many figures and claims are skipped because their experiments are not configured.
+    how many figures and claims are skipped because their experiments are not configured;
+    a config with no experiment and no GN part (your own weights alone) gets no such count.
     """
     from matcond.gn_experiments.columns import GN_TABLE_PREFIX
     from matcond.pipeline.config import did_you_mean
@@ -52,6 +53,8 @@ def config_notes(
             skipped.append(name)
             if len(missing) < len(needs):
                 notes.append(f"figure {name} skipped: {', '.join(missing)} not configured")
+    if not configured:  # the user's own weights alone: the papers are not its business
+        return notes
     if skipped:
         notes.append(f"{len(skipped)} of {len(FIGURES)} figures skipped (not configured)")
     unchecked = sorted({t for t in claim_tables if t not in configured})
