@@ -217,3 +217,13 @@ def test_a_claim_too_long_for_a_caption_line_is_cut_not_the_caption_lost():
     assert "<a <a" in body and "in full on the claims page" in body and "exp2_optimizer" in body
     short = {"statement": "x", "where": "Fig. 2", "claim_id": "c1", "paper_value": 0.5}
     assert caption_claim(short) == short
+
+
+def test_a_caption_of_trials_at_one_setting_is_valid_markup():
+    """One trial at one setting (a one-value grid, one seed): the caption said "varying
+    ````", an empty literal that reST renders as an error box."""
+    from matcond.figures.captions import report_caption
+
+    caption = report_caption("overview_e", {"e": (1, {"lr": 0.01, "seed": 0}, [])}, {}, [])
+    assert "1 trial (table" in caption and "all at one setting" in caption
+    assert rest_messages(caption) == []

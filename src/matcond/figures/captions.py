@@ -162,10 +162,11 @@ def report_caption(
     lines = [_rest_text(figure.caption), ""]
     for experiment in [*figure.experiments, *(e for e in figure.optional if e in summaries)]:
         n_trials, shared, varied = summaries[experiment]
+        varying = f"varying ``{', '.join(varied)}``" if varied else "all at one setting"
         lines += [
-            f"**{experiment}**: {n_trials} trials (table ``results/tables/{experiment}.csv``; "
-            f"n per point in the title), varying ``{', '.join(varied)}``; the settings they "
-            "share:",
+            f"**{experiment}**: {n_trials} {'trial' if n_trials == 1 else 'trials'} (table "
+            f"``results/tables/{experiment}.csv``; n per point in the title), {varying}; the "
+            "settings they share:",
             "",
             *_settings_table(shared),
         ]
