@@ -273,7 +273,7 @@ def test_missing_checkpoint_path_names_the_config_key(tmp_path):
 
 # End to end through Snakemake.
 OUTPUTS = [".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf", "_layers.png"]
-OUTPUTS += ["_errors.parquet", "_errors.csv"]
+OUTPUTS += ["_errors.parquet", "_errors.csv", ".html"]
 
 
 def run_snakemake(workdir: Path, names: list[str]) -> subprocess.CompletedProcess:
@@ -325,7 +325,8 @@ def test_rule_end_to_end(state_dict, tmp_path):
 def test_a_config_of_weights_only_runs_and_reports(state_dict, tmp_path):
     """docs/own-weights.md's workflow: a config with only `checkpoints`. Its --report crashed
     (the landing page included the claims' scorecard, which no job makes without an
-    experiment)."""
+    experiment); its table was not in the report; its console opened on the papers' figures
+    and claims it skips."""
     save(state_dict, tmp_path / "net.pt", "torch")
     (tmp_path / "mine.yaml").write_text("checkpoints: {mine: net.pt}\n")
     base = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path]
@@ -333,8 +334,10 @@ def test_a_config_of_weights_only_runs_and_reports(state_dict, tmp_path):
     for extra in ([], ["--report", "results/report.html"]):
         proc = subprocess.run(list(map(str, base + extra)), capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "figures skipped" not in proc.stderr and "claims not checked" not in proc.stderr
     report = (tmp_path / "results" / "report.html").read_text()
     assert "configures no experiment" in report and "mine_spectra.png" in report
+    assert "mine.html" in report  # the table, as a page of the report
 
 
 @pytest.mark.workflow

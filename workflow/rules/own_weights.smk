@@ -22,9 +22,9 @@ CHECKPOINT_SETTINGS = json.dumps(
 
 
 rule analyse_weights:
-    """Per-layer spectral table (parquet, CSV), the entries skipped and why, the figures (all
-    spectra; a panel per matrix), and for a folder of checkpoints every checkpoint's
-    component errors against the first.
+    """Per-layer spectral table (parquet, CSV, and an HTML page for the report), the entries
+    skipped and why, the figures (all spectra; a panel per matrix), and for a folder of
+    checkpoints every checkpoint's component errors against the first.
     """
     input:
         lambda wildcards: input_files(config["checkpoints"][wildcards.name]),
@@ -46,6 +46,11 @@ rule analyse_weights:
         layers_pdf="results/checkpoints/{name}_layers.pdf",
         errors="results/checkpoints/{name}_errors.parquet",
         errors_csv="results/checkpoints/{name}_errors.csv",
+        html=report(
+            "results/checkpoints/{name}.html",
+            caption="../report/checkpoint_table.rst",
+            category="Your weights",
+        ),
     log:
         "results/logs/checkpoints/{name}.log",
     benchmark:

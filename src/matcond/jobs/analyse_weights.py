@@ -1,11 +1,14 @@
 """Rule `analyse_weights`: weights (a file, a model folder, a folder of checkpoints) -> table
-of its matrices (parquet, CSV), the entries skipped and why, the figure, and for a folder of
-checkpoints the component errors of each against the first (empty for one checkpoint)."""
+of its matrices (parquet, CSV, an HTML page for the report), the entries skipped and why, the
+figures, and for a folder of checkpoints the component errors of each against the first
+(empty for one checkpoint)."""
 
 import hashlib
 import json
 import sys
+from pathlib import Path
 
+from matcond.claims.page import table_page
 from matcond.figures.own_weights import plot_layer_spectra, plot_own_weights
 from matcond.own_weights import UNREADABLE_FILE, analyse, write_table
 
@@ -22,6 +25,8 @@ def main(snakemake) -> None:
     metadata = {"name": snakemake.wildcards.name, "path": path, "sha256": digests, **settings}
     write_table(table, snakemake.output.table, metadata)
     table.to_csv(snakemake.output.csv, index=False)
+    title = f"Your weights: {snakemake.wildcards.name}"
+    Path(snakemake.output.html).write_text(table_page(table, title))
     skipped.to_csv(snakemake.output.skipped, index=False)
     write_table(errors, snakemake.output.errors, metadata)
     errors.to_csv(snakemake.output.errors_csv, index=False)
