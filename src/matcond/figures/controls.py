@@ -12,7 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from matcond.claims.arms import arm
 from matcond.claims.measure import THEORY_BAND
-from matcond.figures.axes import decade_scale, integer_axis, sweep_axis
+from matcond.figures.axes import decade_scale, integer_axis, spans_decades, sweep_axis
 from matcond.figures.marks import legend_outside
 from matcond.figures.style import (
     ERROR_LABEL,
@@ -142,7 +142,8 @@ def theory_held_out(tables: Tables, png: str, pdf: str) -> None:
         by_step.xaxis.set_minor_formatter(mticker.NullFormatter())  # decades only: no overlaps
     else:
         by_step.xaxis.set_major_locator(mticker.MaxNLocator(4))  # 0.0025 ... side by side overlap
-    sweep_axis(by_dim, table["dim"])
+    decade_scale(by_dim, "x")  # held-out d are drawn at random: labelled by a locator
+    integer_axis(by_dim.xaxis)
     legend_outside(by_dim, fontsize=7)
     kappa = table[table["component"] == "condition_number"]
     inside = ((kappa["predicted"] / kappa["ci_high"] >= THEORY_BAND[0])
@@ -255,7 +256,12 @@ def _heatmap(
     ax, values: pd.DataFrame, fmt: str, title: str, log: bool, cmap: str, label: str
 ) -> None:
     data = values.to_numpy(float)
-    norm = mcolors.LogNorm() if log else mcolors.TwoSlopeNorm(vcenter=0.0, vmin=-1.0, vmax=1.0)
+    if not log:
+        norm = mcolors.TwoSlopeNorm(vcenter=0.0, vmin=-1.0, vmax=1.0)
+    elif spans_decades(data[np.isfinite(data)]):
+        norm = mcolors.LogNorm()
+    else:  # the figures' rule: log only over more than a decade, else linear from 0
+        norm = mcolors.Normalize(vmin=0.0, vmax=np.nanmax(data))
     image = ax.imshow(data, cmap=cmap, norm=norm, aspect="auto")
     for (i, j), value in np.ndenumerate(data):
         red, green, blue, _ = image.cmap(norm(value))
