@@ -309,8 +309,9 @@ def command_text(args: list[str]) -> str:
 def check_snakemake(args: list[str], tmp_path: Path, line: str, request) -> None:
     """``snakemake ...``: a dry run (``-n``) from the repository's root, in a temporary
     directory instead of the command's ``--directory`` (or the repository). ``--report``:
-    on a finished run of the small config (tests/conftest.py), copied, with that run's
-    ``--configfile`` (the README's command follows a run of the paper config)."""
+    on a finished run of the small config (tests/conftest.py), copied (and named by the
+    command's ``--directory``, if it gives one), with that run's ``--configfile`` (the
+    README's command follows a run of the paper config)."""
     args = args[1:]
     if "--report" in args:
         workdir = tmp_path / "run"
@@ -318,6 +319,8 @@ def check_snakemake(args: list[str], tmp_path: Path, line: str, request) -> None
         extra = ["-s", str(REPO / "Snakefile"), "--configfile", str(workdir / "config.yaml")]
         report = workdir / args[args.index("--report") + 1]
         assert not report.exists()
+        if "--directory" in args:  # the small run's directory: the finished run's copy
+            args[args.index("--directory") + 1] = str(workdir)
     else:
         if "--directory" in args:
             args[args.index("--directory") + 1] = str(tmp_path)
