@@ -33,7 +33,6 @@ from matcond.pipeline.plan import (
     DIVERGED_TABLE,
     REPORT,
     Plan,
-    caption_claim,
     gn_mem_mb,
 )
 from matcond.pipeline.trials import all_trials, cells_of, config_cells, swept_settings
@@ -202,8 +201,8 @@ def figure_caption(wildcards):
     summaries, gn_settings = PLAN.figure_settings(wildcards.figure)
     tables = PLAN.figure_table_names(wildcards.figure)
     on_figure = [c for c in claims_yaml()["claims"] if c["table"] in tables]
-    paper = [caption_claim(c) for c in on_figure if claim_source(c) != OWN]
-    own = [caption_claim(c) for c in on_figure if claim_source(c) == OWN]
+    paper = [c for c in on_figure if claim_source(c) != OWN]
+    own = [c for c in on_figure if claim_source(c) == OWN]
     return report_caption(wildcards.figure, summaries, gn_settings, paper, own)
 
 

@@ -141,6 +141,24 @@ def _settings_table(settings: dict) -> list[str]:
     return [*lines, ""]
 
 
+# Snakemake's report renders a caption through docutils, which takes no line over 10,000
+# characters (its line_length_limit): a longer one puts an error box in place of the whole
+# caption. A claim is one line of it, its statement, place and id each at most this many
+# characters (each at most 9 once escaped: :func:`rest_escape`); the claims page shows them
+# whole.
+CAPTION_TEXT_CHARS = 300
+CLIPPED = " ... (cut here: in full on the claims page)"
+
+
+def _claim_text(value: object) -> str:
+    """A claim's text as a caption line lists it: escaped, and clipped to
+    :data:`CAPTION_TEXT_CHARS` characters ending with :data:`CLIPPED` where longer."""
+    text = str(value)
+    if len(text) > CAPTION_TEXT_CHARS:
+        text = text[:CAPTION_TEXT_CHARS] + CLIPPED
+    return rest_escape(text)
+
+
 def _paper_value(value) -> str:
     return f"[{value[0]}, {value[1]}]" if isinstance(value, list) else str(value)
 
@@ -175,15 +193,15 @@ def report_caption(
     if paper_claims:
         lines += ["**The papers' values** (verdicts on the claims page):", ""]
         lines += [
-            f"- {rest_escape(c['statement'])} ({rest_escape(c['where'])}): "
-            f"{rest_escape(_paper_value(c['paper_value']))} ({rest_escape(c['claim_id'])})"
+            f"- {_claim_text(c['statement'])} ({_claim_text(c['where'])}): "
+            f"{rest_escape(_paper_value(c['paper_value']))} ({_claim_text(c['claim_id'])})"
             for c in paper_claims
         ]
         lines.append("")
     if own_checks:
         lines += ["**Our checks on these trials** (verdicts on the claims page):", ""]
         lines += [
-            f"- {rest_escape(c['statement'])} ({rest_escape(c['claim_id'])})" for c in own_checks
+            f"- {_claim_text(c['statement'])} ({_claim_text(c['claim_id'])})" for c in own_checks
         ]
         lines.append("")
     return "\n".join(lines)

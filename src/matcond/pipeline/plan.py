@@ -28,24 +28,6 @@ REPORT = "results/report.html"  # where the README's command writes the report
 DEPTH_MODELS = ("linear", "deep_linear", "relu_mlp")  # chains of matrices
 CHECKPOINT_SUFFIXES = (".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf")
 CHECKPOINT_SUFFIXES += ("_layers.png", "_layers.pdf", "_errors.parquet", "_errors.csv")
-# Snakemake's report renders a figure's caption through docutils, which takes no line over
-# 10,000 characters (its line_length_limit): a longer one puts an error box in place of the
-# whole caption. A claim is one line there, its statement, place and id, each character at
-# most 9 once escaped (matcond.figures.captions.rest_escape): each text is clipped to this
-# many characters (:func:`caption_claim`); the claims page shows it whole.
-CAPTION_TEXT_CHARS = 300
-CLIPPED = " ... (cut here: in full on the claims page)"
-
-
-def caption_claim(claim: dict) -> dict:
-    """``claim`` as a figure's report caption lists it: its statement, ``where`` and id each
-    clipped to :data:`CAPTION_TEXT_CHARS` characters, ending with :data:`CLIPPED` if cut."""
-    clipped = {
-        key: f"{text[:CAPTION_TEXT_CHARS]}{CLIPPED}"
-        for key in ("statement", "where", "claim_id")
-        if len(text := str(claim[key])) > CAPTION_TEXT_CHARS
-    }
-    return {**claim, **clipped}
 
 
 def gn_mem_mb(dim: int) -> int:
