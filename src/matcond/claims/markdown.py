@@ -27,16 +27,22 @@ def scorecard(table: pd.DataFrame) -> pd.DataFrame:
     return counts.reset_index()
 
 
+def unjudged_claims(table: pd.DataFrame) -> tuple[int, int]:
+    """How many of the papers' claims were measured on other settings than the papers'
+    (``settings differ``: a smoke test such as the small run), and how many there are."""
+    papers = table[table["source"] != OWN]
+    return int((papers["verdict"] == "settings differ").sum()), len(papers)
+
+
 def smoke_test_line(table: pd.DataFrame) -> str:
     """One console line for a run whose papers' claims were measured on other settings than
-    the papers' (``settings differ``: a smoke test such as the small run), saying where the
-    paper run's verdicts are kept; "" for a run that judges them."""
-    papers = table[table["source"] != OWN]
-    unjudged = int((papers["verdict"] == "settings differ").sum())
+    the papers' (:func:`unjudged_claims`), saying where the paper run's verdicts are kept;
+    "" for a run that judges them."""
+    unjudged, papers = unjudged_claims(table)
     if not unjudged:
         return ""
     return (
-        f"Note: {unjudged} of the papers' {len(papers)} claims were measured on other settings "
+        f"Note: {unjudged} of the papers' {papers} claims were measured on other settings "
         "than the papers' (a smoke test), not judged; the paper run's verdicts and figures, "
         "without a run: docs/results.md and docs/paper-figures.md"
     )

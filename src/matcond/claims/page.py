@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping
 import jinja2
 import pandas as pd
 
-from matcond.claims.check import OWN, SOURCES
+from matcond.claims.check import SOURCES
 from matcond.claims.evaluate import VERDICTS
-from matcond.claims.markdown import interval_text, scorecard
+from matcond.claims.markdown import interval_text, scorecard, unjudged_claims
 from matcond.figures.captions import figure_title
 
 COLOURS = {
@@ -284,11 +284,10 @@ def landing_scorecard(
                     "claims": claims,
                 }
             )
-    papers = table[table["source"] != OWN]
-    unjudged = int((papers["verdict"] == "settings differ").sum())
+    unjudged, papers = unjudged_claims(table)
     return TEMPLATES.get_template("scorecard.html").render(
         card=card,
         findings=[f for f in answered if f["claims"]],
         groups=groups,
-        smoke_test={"unjudged": unjudged, "papers": len(papers)} if unjudged else None,
+        smoke_test={"unjudged": unjudged, "papers": papers} if unjudged else None,
     )
