@@ -217,7 +217,7 @@ def deep_linear_trial(spec, depth, init_scale, seed=0, **settings):
 
 def test_the_trained_product_row_is_the_trial_table_s_condition_number(spec):
     spec, table, weights = deep_linear_trial(spec, depth=3, init_scale=0.35)
-    rows = prediction_rows(weights, spec, 0.1)
+    rows = prediction_rows([(weights, spec, False)], 0.1)
     measured = rows[(rows["matrix"] == "product") & (rows["component"] == "condition_number")]
     last = table[(table["matrix"] == "product") & (table["component"] == "condition_number")]
     last = last[last["epoch"] == spec["epochs"]]
@@ -231,7 +231,7 @@ def test_the_trained_product_row_is_the_trial_table_s_condition_number(spec):
 def test_one_layer_predictions_are_the_closed_form(spec):
     """L = 1: K = I, so (a), (b) and (m) all predict W* + (1 - lr)^T E_0."""
     spec, _, weights = deep_linear_trial(spec, depth=1, init_scale=0.35)
-    rows = prediction_rows(weights, spec, 0.1)
+    rows = prediction_rows([(weights, spec, False)], 0.1)
     target, start = weights["target.product"], weights["initial.product"]
     expected = target + (1 - spec["lr"]) ** spec["epochs"] * (start - target)
     s = np.linalg.svd(expected, compute_uv=False)
@@ -242,19 +242,19 @@ def test_one_layer_predictions_are_the_closed_form(spec):
 
 def test_a_diverged_trial_has_no_measured_values_and_an_overflowing_prediction_is_infinite(spec):
     spec, _, weights = deep_linear_trial(spec, depth=2, init_scale=0.35)
-    rows = prediction_rows(weights, spec, 0.1, diverged=True)
+    rows = prediction_rows([(weights, spec, True)], 0.1)
     measured = rows[rows["matrix"] == "product"]
     assert rows["diverged"].all() and measured[["trained", "error"]].isna().all(axis=None)
     assert rows[rows["matrix"] == "predicted_flow"]["trained"].notna().all()
     # a step far past 2 / lambda_max: the linearised steps grow without bound
-    rows = prediction_rows(weights, {**spec, "lr": 1e12}, 0.1)
+    rows = prediction_rows([(weights, {**spec, "lr": 1e12}, False)], 0.1)
     init = rows[(rows["matrix"] == "predicted_init") & (rows["component"] == "condition_number")]
     assert init["error"].item() == np.inf
 
 
 def test_the_summary_ratio_is_the_ratio_of_the_medians_over_the_undiverged_trials(spec):
     trials = [deep_linear_trial(spec, depth=2, init_scale=0.35, seed=seed) for seed in range(6)]
-    tables = [prediction_rows(w, s, 0.1, diverged=(s["seed"] == 5)) for s, _, w in trials]
+    tables = [prediction_rows([(w, s, s["seed"] == 5) for s, _, w in trials], 0.1)]
     summary = summary_table(pd.concat(tables, ignore_index=True))
     row = summary[
         (summary["component"] == "condition_number") & (summary["prediction"] == "predicted_flow")
@@ -270,12 +270,58 @@ def test_the_summary_ratio_is_the_ratio_of_the_medians_over_the_undiverged_trial
     assert 0 <= row["bottom_overlap_median"] <= 1 and row["bottom_overlap_chance"] == 6 / 64
 
 
+@pytest.mark.parametrize("depth", [2, 3])
+def test_a_block_s_rows_are_each_trial_s_rows_computed_alone(spec, depth):
+    """The batched predictions of a block equal each trial's on its own, value for value, and
+    the overlap is measured below ``overlap_seeds`` only (each value its own trial's)."""
+    trials = [deep_linear_trial(spec, depth=depth, init_scale=0.35, seed=s) for s in range(3)]
+    block = [(w, s, False) for s, _, w in trials]
+    together = prediction_rows(block, 0.1, overlap_seeds=2)
+    alone = pd.concat([prediction_rows([trial], 0.1) for trial in block], ignore_index=True)
+    assert list(together.columns) == list(alone.columns)
+    overlap = together["component"] == "bottom_overlap"
+    pd.testing.assert_frame_equal(together[~overlap], alone[~overlap], check_exact=True)
+    assert together[overlap]["trained"].isna().tolist() == [False, False, True]
+    np.testing.assert_array_equal(
+        together[overlap]["trained"].to_numpy()[:2], alone[overlap]["trained"].to_numpy()[:2]
+    )
+
+
+def test_a_trial_without_recorded_weights_has_no_prediction_b_in_its_block(spec):
+    trials = [deep_linear_trial(spec, depth=2, init_scale=0.35, seed=s) for s in range(2)]
+    bare = {k: v for k, v in trials[1][2].items() if not k.startswith("epoch")}
+    rows = prediction_rows([(trials[0][2], trials[0][0], False), (bare, trials[1][0], False)], 0.1)
+    recorded = rows[rows["matrix"] == "predicted_recorded"]
+    assert set(recorded["seed"]) == {0} and len(recorded) == 2
+    alone = prediction_rows([(trials[0][2], trials[0][0], False)], 0.1)
+    mine = alone[alone["matrix"] == "predicted_recorded"]["trained"].to_numpy()
+    np.testing.assert_array_equal(recorded["trained"].to_numpy(), mine)
+
+
+def test_the_batched_flows_are_each_net_s_flow():
+    """mean_flow and predicted_error on nets stacked along a batch axis equal each net's own
+    (2-D) computation."""
+    nets = [random_net([4, 5, 3, 4], seed) for seed in range(3)]
+    layers = [torch.stack([torch.as_tensor(n[0][i]) for n in nets]) for i in range(3)]
+    target = torch.stack([torch.as_tensor(n[1]) for n in nets])
+    batched = mean_flow(layers, target, 0.01, 20)
+    start = product(layers) - target
+    errors = predicted_error([(layers, 20)], start, 0.01)
+    for k, (net, net_target, _) in enumerate(nets):
+        for got, want in zip(batched, mean_flow(net, net_target, 0.01, 20), strict=True):
+            np.testing.assert_allclose(got[k].numpy(), want.numpy(), rtol=1e-13, atol=1e-15)
+        alone = predicted_error([(net, 20)], product(net) - net_target, 0.01)
+        np.testing.assert_allclose(errors[k].numpy(), alone.numpy(), rtol=1e-13, atol=1e-15)
+
+
 def test_the_noise_floor_is_the_one_matrix_theory_s_label_noise(spec):
     """(c) is (m) plus i.i.d. entries of the label-noise std of
     matcond.condition_number.theory.noise_model (no init part): without label noise (c) is (m); with
     it, the added entries' std is that one."""
     quiet, _, weights = deep_linear_trial(spec, depth=2, init_scale=0.35, noise_std=0.0)
-    rows = prediction_rows(weights, quiet, 0.1).set_index(["matrix", "component"])["trained"]
+    rows = prediction_rows([(weights, quiet, False)], 0.1).set_index(["matrix", "component"])[
+        "trained"
+    ]
     assert rows["predicted_noise"].equals(rows["predicted_flow"])
     loud = {**quiet, "dim": 64, "noise_std": 0.3}
     steps = loud["epochs"] * loud["steps_per_epoch"]

@@ -55,6 +55,7 @@ rule depth_theory_block:
                 PLAN.depth_theory_blocks[wildcards.block], sort_keys=True
             ),
             bottom_fraction=config["depth_theory"]["bottom_fraction"],
+            overlap_seeds=config["depth_theory"]["overlap_seeds"],
         ),
     shell:
         JOB

@@ -35,7 +35,6 @@ from matcond.condition_number.theory import noise_model
 from matcond.condition_number.training import build_model
 from matcond.gauss_newton._arrays import ArrayLike, as_float64, as_float64_list, device_of
 from matcond.gauss_newton.kronecker import KroneckerSum
-from matcond.gauss_newton.linear import partial_products
 from matcond.gn_experiments.exp7 import exp7_layers, exp7_stages
 from matcond.stats.summary import bootstrap_ci
 
@@ -57,12 +56,28 @@ def flow_kronecker(layers: Sequence[ArrayLike], sigma: ArrayLike | None = None) 
     """``K = sum_l (A_l A_l^T) (x) (C_l^T C_l Sigma)`` of the layers ``[W_1, ..., W_L]``, matrix
     free (row-major ``vec`` of the error; ``sigma`` None: identity), in float64."""
     device = device_of(layers)
-    outer, inner = partial_products(as_float64_list(layers, device))
-    right = [c.T @ c for c in inner]
-    if sigma is not None:
-        cov = as_float64(sigma, device)
+    cov = None if sigma is None else as_float64(sigma, device)
+    left, right = _flow_factors(as_float64_list(layers, device), cov)
+    return KroneckerSum(list(left), list(right))
+
+
+def _flow_factors(
+    weights: Sequence[torch.Tensor], cov: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The factors of :func:`flow_kronecker`, stacked: ``A_l A_l^T`` and ``C_l^T C_l Sigma``
+    (``cov`` None: identity) along a new first axis, for layers with any leading batch axes
+    (one net per index: the factors of each net are its own)."""
+    outer, inner = _partial_products_or_none(list(weights))
+    batch, first, last = weights[0].shape[:-2], weights[0], weights[-1]
+    rows, columns = last.shape[-2], first.shape[-1]
+    eye_out = torch.eye(rows, dtype=first.dtype, device=first.device).expand(*batch, rows, rows)
+    eye_in = torch.eye(columns, dtype=first.dtype, device=first.device)
+    eye_in = eye_in.expand(*batch, columns, columns)
+    left = [eye_out if a is None else a @ a.mT for a in outer]
+    right = [eye_in if c is None else c.mT @ c for c in inner]
+    if cov is not None:
         right = [gram @ cov for gram in right]
-    return KroneckerSum([a @ a.T for a in outer], right)
+    return torch.stack(left), torch.stack(right)
 
 
 def flow(
@@ -82,12 +97,15 @@ def predicted_error(
 ) -> torch.Tensor:
     """The error ``P - W*`` after linearised gradient descent from ``error``: for each
     ``(layers, steps)`` in ``stretches``, ``steps`` steps ``E <- E - lr K(E)`` with the
-    operator of ``layers`` held fixed."""
-    error = as_float64(error, device_of(stretches[0][0]))
+    operator of ``layers`` held fixed. Layers and error may carry leading batch axes (one
+    net per index: each net's error moves by its own operator)."""
+    device = device_of(stretches[0][0])
+    error = as_float64(error, device)
+    cov = None if sigma is None else as_float64(sigma, device)
     for layers, steps in stretches:
-        operator = flow_kronecker(layers, sigma)
         # the terms stacked: one batched product per factor and step, not one per term
-        left, right = torch.stack(operator.left), torch.stack(operator.right).mT
+        left, right = _flow_factors(as_float64_list(layers, device), cov)
+        right = right.mT
         for _ in range(steps):
             error = error - lr * (left @ error @ right).sum(0)
     return error
@@ -151,7 +169,8 @@ def mean_flow(
     """The layers after ``steps`` steps of gradient descent of size ``lr`` on every layer, on
     the population loss ``1/2 E||P x - W* x||^2`` (``sigma`` None: ``Sigma = I``), in float64:
     online SGD's mean dynamics, along which the product moves by ``-lr K(E)`` with ``K`` of
-    the current layers (the GN operator taken along its own trajectory, not frozen)."""
+    the current layers (the GN operator taken along its own trajectory, not frozen). Layers
+    and target may carry leading batch axes (one net per index)."""
     device = device_of(layers)
     weights = as_float64_list(layers, device)
     target = as_float64(target, device)
@@ -162,8 +181,8 @@ def mean_flow(
         error = error - target if cov is None else (error - target) @ cov
         steps_taken = []
         for w, a, c in zip(weights, outer, inner, strict=True):
-            gradient = error if a is None else a.T @ error
-            gradient = gradient if c is None else gradient @ c.T
+            gradient = error if a is None else a.mT @ error
+            gradient = gradient if c is None else gradient @ c.mT
             steps_taken.append(torch.add(w, gradient, alpha=-lr))
         weights = steps_taken
     return weights
@@ -201,14 +220,14 @@ def _spectrum_rows(product: torch.Tensor, target_s: np.ndarray, rank_rtol: float
 
 
 def _recorded_stretches(weights: Mapping[str, np.ndarray], spec: Mapping) -> list[tuple]:
-    """``(layers, steps)`` from each recorded epoch's saved weights to the next ([] if none
-    were saved)."""
+    """``(saved weights' key prefix, steps)`` from each recorded epoch's saved weights to the
+    next ([] if none were saved)."""
     if not any(key.startswith("epoch") for key in weights):
         return []
     stages = exp7_stages(weights, ["recorded"], spec)
     epochs = [epoch for _, _, epoch in stages] + [spec["epochs"]]
     return [
-        (exp7_layers(weights, prefix, spec), (stop - start) * spec["steps_per_epoch"])
+        (prefix, (stop - start) * spec["steps_per_epoch"])
         for (_, prefix, start), stop in zip(stages, epochs[1:], strict=True)
         if stop > start
     ]
@@ -232,55 +251,99 @@ def noise_floor(spec: Mapping) -> torch.Tensor:
 
 
 def prediction_rows(
-    weights: Mapping[str, np.ndarray],
-    spec: Mapping,
+    trials: Sequence[tuple[Mapping[str, np.ndarray], Mapping, bool]],
     bottom_fraction: float,
-    diverged: bool = False,
+    overlap_seeds: int | None = None,
 ) -> pd.DataFrame:
-    """One deep linear trial's trained product against the predictions of
+    """Deep linear trials of one setting, each ``(saved weights, spec, diverged)`` (the specs
+    differ in their seed only): their trained products against the predictions of
     :data:`PREDICTIONS`, in the per-trial tables' layout: the trial's settings, ``matrix``
     (``product`` or a prediction), ``epoch`` (the last), ``component`` (:data:`QUANTITIES`,
     and for the trained product ``bottom_overlap``: the share of ``||P_T - W*||_F^2`` in the
     span of the ``bottom_fraction`` of the initial GN operator's eigenvectors with the
-    smallest eigenvalues, its chance level as ``target``), ``trained``, ``target``, ``error``
-    and ``diverged`` (the training's flag, or non-finite trained weights: the trained product's
-    values are NaN)."""
-    settings = {k: v for k, v in spec.items() if not isinstance(v, list)}
-    initial = [
-        torch.as_tensor(w, dtype=torch.float64) for w in exp7_layers(weights, "initial", spec)
-    ]
-    final = [torch.as_tensor(w, dtype=torch.float64) for w in exp7_layers(weights, "final", spec)]
-    target = torch.as_tensor(weights["target.product"], dtype=torch.float64)
-    diverged = diverged or not all(bool(torch.isfinite(w).all()) for w in final)
+    smallest eigenvalues, its chance level as ``target``; measured for the trials whose seed is
+    below ``overlap_seeds``, None: every trial, NaN for the others), ``trained``, ``target``,
+    ``error`` and ``diverged`` (the training's flag, or non-finite trained weights: the trained
+    product's values are NaN). The predictions of all trials are computed as one batch; each
+    trial's values are its own, whatever the other trials are."""
+    weights = [w for w, _, _ in trials]
+    spec = trials[0][1]
+    initial = _stacked(weights, "initial", spec)
+    target = _stacked_matrix(weights, "target.product")
     steps, lr = spec["epochs"] * spec["steps_per_epoch"], spec["lr"]
     start_error = product_of(initial) - target
     # measured: the product as the trained net computed it (the per-trial tables' matrix)
-    products = {"product": torch.as_tensor(weights["final.product"], dtype=torch.float64)}
+    products = {"product": _stacked_matrix(weights, "final.product")}
     products["predicted_init"] = target + predicted_error([(initial, steps)], start_error, lr)
-    if stretches := _recorded_stretches(weights, spec):
-        products["predicted_recorded"] = target + predicted_error(stretches, start_error, lr)
+    products |= _predicted_recorded(weights, spec, start_error, lr, target)
     products["predicted_flow"] = product_of(mean_flow(initial, target, lr, steps))
-    products["predicted_noise"] = products["predicted_flow"] + noise_floor(spec)
-    target_s = torch.linalg.svdvals(target).numpy()
+    noise = torch.stack([noise_floor(trial_spec) for _, trial_spec, _ in trials])
+    products["predicted_noise"] = products["predicted_flow"] + noise
+    count = max(1, round(bottom_fraction * target[0].numel()))
+    names = [k for k, v in spec.items() if not isinstance(v, list)]
     rows = []
-    for matrix, product in products.items():
-        if diverged and matrix == "product":
-            spectrum = [(name, math.nan, math.nan, math.nan) for name in QUANTITIES]
-        else:
-            spectrum = _spectrum_rows(product, target_s, spec["rank_rtol"])
-        rows += [(matrix, *row) for row in spectrum]
-    size = target.numel()
-    count = max(1, round(bottom_fraction * size))
-    overlap = math.nan
-    if not diverged:
-        overlap = bottom_overlap(flow_kronecker(initial), products["product"] - target, count)
-    rows.append(("product", "bottom_overlap", overlap, count / size, math.nan))
-    table = pd.DataFrame(rows, columns=["matrix", "component", "trained", "target", "error"])
-    table.insert(1, "epoch", spec["epochs"])
-    for key, value in reversed(settings.items()):
-        table.insert(0, key, value)
-    table["diverged"] = diverged
+    for i, (trial_weights, trial_spec, flagged) in enumerate(trials):
+        final = exp7_layers(trial_weights, "final", spec)
+        diverged = bool(flagged) or not all(np.isfinite(w).all() for w in final)
+        settings = tuple(trial_spec[name] for name in names)
+        target_s = torch.linalg.svdvals(target[i]).numpy()
+        for matrix, product in products.items():
+            if product[i] is None:
+                continue  # no recorded weights saved by this trial: no prediction (b)
+            if diverged and matrix == "product":
+                spectrum = [(name, math.nan, math.nan, math.nan) for name in QUANTITIES]
+            else:
+                spectrum = _spectrum_rows(product[i], target_s, spec["rank_rtol"])
+            rows += [(*settings, matrix, *row, diverged) for row in spectrum]
+        overlap = math.nan
+        if not diverged and (overlap_seeds is None or trial_spec["seed"] < overlap_seeds):
+            operator = flow_kronecker([layer[i] for layer in initial])
+            overlap = bottom_overlap(operator, products["product"][i] - target[i], count)
+        chance = count / target[0].numel()
+        rows.append((*settings, "product", "bottom_overlap", overlap, chance, math.nan, diverged))
+    columns = ["matrix", "component", "trained", "target", "error", "diverged"]
+    table = pd.DataFrame(rows, columns=[*names, *columns])
+    table.insert(len(names) + 1, "epoch", spec["epochs"])
     return table
+
+
+def _stacked_matrix(weights: Sequence[Mapping[str, np.ndarray]], key: str) -> torch.Tensor:
+    """Every trial's saved matrix ``key``, ``(trials, rows, columns)`` in float64."""
+    return torch.stack([torch.as_tensor(w[key], dtype=torch.float64) for w in weights])
+
+
+def _stacked(weights: Sequence[Mapping[str, np.ndarray]], stage: str, spec: Mapping) -> list:
+    """``[W_1, ..., W_L]`` at ``stage`` (a saved weights' key prefix), each
+    ``(trials, rows, columns)`` in float64."""
+    per_trial = [exp7_layers(w, stage, spec) for w in weights]
+    return [
+        torch.stack([torch.as_tensor(layers[index], dtype=torch.float64) for layers in per_trial])
+        for index in range(len(per_trial[0]))
+    ]
+
+
+def _predicted_recorded(
+    weights: Sequence[Mapping[str, np.ndarray]],
+    spec: Mapping,
+    start_error: torch.Tensor,
+    lr: float,
+    target: torch.Tensor,
+) -> dict[str, list]:
+    """Prediction (b)'s product of every trial (None for a trial that saved no recorded
+    weights; {} if none did), computed for the trials with the same recorded epochs as one
+    batch."""
+    schedules = [tuple(_recorded_stretches(w, spec)) for w in weights]
+    if not any(schedules):
+        return {}
+    products: list = [None] * len(weights)
+    for schedule in dict.fromkeys(s for s in schedules if s):
+        members = [i for i, s in enumerate(schedules) if s == schedule]
+        group = [weights[i] for i in members]
+        stretches = [(_stacked(group, prefix, spec), steps) for prefix, steps in schedule]
+        errors = predicted_error(stretches, start_error[members], lr)
+        for i, error in zip(members, errors, strict=True):
+            products[i] = target[i] + error
+    return {"predicted_recorded": products}
 
 
 def _ratio_of_medians(predicted, measured, axis=-1):

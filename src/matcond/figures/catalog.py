@@ -240,7 +240,8 @@ FIGURES = {
         "medians over seeds at the largest width, measured with its exact 95 % interval. "
         "Bottom left: (m)'s ratio predicted / measured median with its paired bootstrap "
         "interval and the band of our theory checks; middle: the share of the learned error "
-        "P_T - W* in the span of the initial K's bottom eigenvectors (dotted: chance); right:"
+        "P_T - W* in the span of the initial K's bottom eigenvectors (median over seeds "
+        "0-39, config depth_theory.overlap_seeds; dotted: chance); right:"
         " (m) where its assumptions break. Table results/tables/depth_theory.csv.",
         optional=("exp_depth_limits",),
         tables=("depth_theory",),

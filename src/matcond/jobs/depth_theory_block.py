@@ -6,7 +6,6 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from matcond.condition_number.depth_theory import prediction_rows
@@ -23,12 +22,13 @@ def main(snakemake) -> None:
     trials = [f"{cell}/seed{seed}" for seed in block["seeds"]]
     flags = read_trials([manifest], trials, columns=["seed", "diverged"])
     diverged = flags.groupby("seed")["diverged"].any()  # the block's tables, read once
-    fraction = snakemake.params.bottom_fraction
-    tables = []
+    loaded = []
     for seed, trial in zip(block["seeds"], trials, strict=True):
         spec = {**block["spec"], "seed": seed}
         weights = load_trial_weights(manifest, trial, json.dumps(spec, sort_keys=True))
-        tables.append(prediction_rows(weights, spec, fraction, bool(diverged[seed])))
-    write_parquet(pd.concat(tables, ignore_index=True), snakemake.output[0])
+        loaded.append((weights, spec, bool(diverged[seed])))
+    params = snakemake.params
+    table = prediction_rows(loaded, params.bottom_fraction, params.overlap_seeds)
+    write_parquet(table, snakemake.output[0])
     seconds = time.perf_counter() - start
-    print(f"{len(tables)} trials in {seconds:.1f} s", file=sys.stderr)
+    print(f"{len(loaded)} trials in {seconds:.1f} s", file=sys.stderr)
