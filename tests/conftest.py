@@ -11,10 +11,10 @@ tests/slurm/conftest.py).
 import fcntl
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import REPO, SNAKEMAKE
 from threadpoolctl import threadpool_limits
 
 from matcond.execution.jobserver import SERVER_THREADS
@@ -29,7 +29,6 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         os.environ.setdefault(variable, value)
     threadpool_limits(1)  # what this worker has loaded already
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL_CONFIG = REPO / "config" / "test" / "config.yaml"
 # The test files that take longest, in that order, go to the workers first (longest processing
 # time first; `--no-loadscope-reorder` in pyproject.toml keeps this order, where pytest-xdist
@@ -123,7 +122,7 @@ def small_run(tmp_path_factory) -> Path:
         if not workdir.exists() and not failed.exists():
             workdir.mkdir()
             (workdir / "config.yaml").write_text(SMALL_CONFIG.read_text())
-            cmd = [Path(sys.executable).with_name("snakemake"), "-s", REPO / "Snakefile"]
+            cmd = [SNAKEMAKE, "-s", REPO / "Snakefile"]
             cmd += ["--directory", workdir, "--configfile", workdir / "config.yaml"]
             proc = subprocess.run([*map(str, cmd), "--cores", "2"], capture_output=True, text=True)
             (session_dir / "small_run.console").write_text(proc.stdout + proc.stderr)

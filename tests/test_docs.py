@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 from packaging.version import Version
+from support import REPO
 
 pytestmark = pytest.mark.workflow  # the site build and the README commands
 
-REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 BIN = Path(sys.executable).parent
 SCHEMA = REPO / "src" / "matcond" / "schemas" / "config.schema.yaml"

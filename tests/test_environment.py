@@ -1,11 +1,8 @@
 """The conda environment of the rules mirrors the pinned pip requirements exactly."""
 
-from pathlib import Path
-
 import pytest
 import yaml
-
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
 
 
 def pins(lines):

@@ -4,13 +4,12 @@ names the figures drawn from each, and the strategies' list are built from the c
 the registry: tests/test_docs.py checks them and every figure on the built site)."""
 
 import re
-from pathlib import Path
 
 import pytest
+from support import REPO
 
 from matcond.pipeline.config import load_yaml
 
-REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 PAPER = load_yaml(REPO / "config" / "config.yaml")
 

@@ -5,10 +5,10 @@ import html
 import io
 import json
 import re
-from pathlib import Path
 
 import docutils.core
 import pytest
+from support import REPO
 
 from matcond.claims.check import OWN, claim_source
 from matcond.execution.client import SCRIPT_SAFE, _script_safe, script_safe_json
@@ -24,7 +24,6 @@ from matcond.figures.catalog import FIGURES
 from matcond.pipeline.config import load_yaml, validate_config
 from matcond.pipeline.trials import all_trials
 
-REPO = Path(__file__).resolve().parents[1]
 FIGURE_RST = (REPO / "workflow" / "report" / "figure.rst").read_text()
 
 

@@ -16,19 +16,17 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from support import REPO, run_snakemake, snakemake_command
 
 from matcond.pipeline.config import load_yaml
 
 pytestmark = pytest.mark.workflow  # runs interrupted, damaged and rerun, end to end
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 JOB_SCRIPT = str(REPO / "scripts" / "job.py")  # every job's client (workflow/rules/common.smk)
 SEED = 20240611
 # Experiments 1-2 of config/test/config.yaml, 4 seeds (12 trials, 2 tables, figures, claims):
@@ -50,13 +48,11 @@ def write_config(workdir: Path) -> None:
 
 
 def command(workdir: Path, *args: str) -> list[str]:
-    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir]
-    return [*map(str, cmd), "--configfile", str(workdir / "config.yaml"), *args]
+    return snakemake_command(workdir, *args, configfile=workdir / "config.yaml")
 
 
 def snakemake(workdir: Path, *args: str) -> str:
-    proc = subprocess.run(command(workdir, *args), capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_snakemake(workdir, *args, configfile=workdir / "config.yaml")
     return proc.stdout + proc.stderr
 
 

@@ -4,9 +4,9 @@ each row of that table is quoted by the README. A time written out in words ("ab
 hours") or one the table lacks fails."""
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
+
 PAGES = [REPO / "README.md", REPO / "docs" / "quick-start.md"]
 DURATION = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(h|min|s)\b")
 IN_WORDS = re.compile(

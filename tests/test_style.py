@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 

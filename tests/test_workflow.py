@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from safetensors.numpy import load_file
+from support import REPO, SNAKEMAKE, run_snakemake
 
 from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
 from matcond.claims.readings import SENSITIVITY_COLUMNS
@@ -27,12 +27,10 @@ from matcond.pipeline.trials import all_trials, blocks_of
 
 pytestmark = pytest.mark.workflow  # the whole small config runs (and reruns) end to end
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = validate_config(load_yaml(REPO / "config" / "test" / "config.yaml"))
 # the small run's figures: every figure of the catalog, and the overviews of the experiments
 # none of them draws
 DRAWN = Plan(SMALL, all_trials(SMALL)).drawn
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TRIAL_COLUMNS = [
     "epoch",
     "component",
@@ -48,18 +46,7 @@ TRIAL_COLUMNS = [
 def snakemake(
     workdir: Path, *args: str, config: str = "config.yaml", env: dict | None = None
 ) -> str:
-    cmd = [
-        SNAKEMAKE,
-        "-s",
-        REPO / "Snakefile",
-        "--directory",
-        workdir,
-        "--configfile",
-        workdir / config,
-    ]
-    cmd = [*map(str, cmd), "--cores", "2", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_snakemake(workdir, "--cores", "2", *args, configfile=workdir / config, env=env)
     return proc.stdout + proc.stderr
 
 

@@ -2,12 +2,12 @@
 per-trial table whose distributions are known."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from support import REPO
 
 from matcond.claims.arms import falling_share, kappa_error_without_rank_cut
 from matcond.claims.check import (
@@ -42,7 +42,6 @@ from matcond.pipeline.trials import config_cells
 from matcond.stats.summary import bootstrap_ci
 
 SEEDS = 12
-REPO = Path(__file__).resolve().parents[2]
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
 PAPER_EXPERIMENTS = load_yaml(REPO / "config" / "config.yaml")["experiments"]
 

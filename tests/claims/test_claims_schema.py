@@ -5,10 +5,10 @@ import copy
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from support import REPO
 
 from matcond.claims.arms import DERIVED as SELECTION_DERIVED
 from matcond.claims.check import DERIVED, load_schema, validate_claims
@@ -18,7 +18,6 @@ from matcond.condition_number.theory import PREDICTED
 from matcond.pipeline.config import ConfigError, load_yaml
 from matcond.stats.summary import STATISTICS
 
-REPO = Path(__file__).resolve().parents[2]
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
 _PAPER_CONFIG = load_yaml(REPO / "config" / "config.yaml")
 # the paper config's experiments and GN sweeps' tables: what claims may name

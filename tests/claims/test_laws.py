@@ -3,17 +3,16 @@ population statistic that exists, on synthetic heavy-tailed arms whose law holds
 is reversed (docs/statistics-and-verdicts.md, "Laws")."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from support import REPO
 
 from matcond.claims.evaluate import evaluate
 from matcond.pipeline.config import load_yaml
 
 SEEDS = 200
-REPO = Path(__file__).resolve().parents[2]
 
 
 def heavy_tables(factor: float, seeds: int = SEEDS) -> dict[str, pd.DataFrame]:

@@ -4,15 +4,13 @@ from templates with every user text escaped, the counts those of the table."""
 import math
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from support import REPO
 
 from matcond.claims.evaluate import CLAIM_COLUMNS
 from matcond.claims.page import claims_page, landing_scorecard, table_page
-
-REPO = Path(__file__).resolve().parents[2]
 
 HOSTILE = "</td></table><script>window.pwned = 1</script> & <b>bold</b>"
 

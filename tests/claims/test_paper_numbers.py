@@ -20,13 +20,12 @@ Numbers are compared as printed, without thousands separators, spaces and braces
 
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from support import REPO
 
 from matcond.pipeline.config import load_yaml
 
-REPO = Path(__file__).resolve().parents[2]
 PAPERS = REPO.parent / "shared" / "papers"
 DOCUMENTS = [
     "condition-number-paper.txt",

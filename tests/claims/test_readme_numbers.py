@@ -9,16 +9,15 @@ scripts/snapshot_paper_run.py <run directory>`); then fix the numbers this test 
 README.md and docs/*.md."""
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from support import REPO
 
 from matcond.claims.markdown import scorecard, summary_markdown
 from matcond.pipeline.config import load_yaml
 from matcond.pipeline.trials import format_value
 
-REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 # the README and every page of the docs (docs/paper-run/summary.md is checked whole, below)
 PAGES = {

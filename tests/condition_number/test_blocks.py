@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import REPO
 
 from matcond.condition_number import batching, run
 from matcond.pipeline.config import validate_config
 from matcond.pipeline.files import read_manifest
 from matcond.pipeline.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def small_trials() -> dict[str, list[Trial]]:

@@ -1,16 +1,13 @@
 """A diverging trial is data, not a crash: marked, counted, left out of means; the run goes on."""
 
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from support import REPO, SNAKEMAKE
 
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 CONFIG = {
     "defaults": {"dim": 8, "epochs": 20, "batch_size": 16},
     "experiments": {

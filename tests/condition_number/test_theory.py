@@ -2,17 +2,15 @@
 an independent simulation of online SGD (numpy, float64)."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from support import REPO
 
 from matcond.condition_number import theory
 from matcond.condition_number.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
 from matcond.pipeline.config import load_yaml, validate_config
-
-REPO = Path(__file__).resolve().parents[2]
 
 D, STEPS, BATCH, LR, NOISE, INIT = 24, 150, 16, 0.02, 0.05, 1e-3
 

@@ -76,15 +76,15 @@ def test_a_failed_job_is_one_line_with_its_error_and_its_log(tmp_path):
         "matcond.own_weights.load.CheckpointError: checkpoint 'bad.pt' is not a torch file\n"
     )
     failed = record(logging.ERROR, "Error in rule x", event=LogEvent.JOB_ERROR)
-    failed.__dict__.update(rule_name="analyse_weights", log=[str(log)])
+    failed.__dict__.update(rule_name="analyze_weights", log=[str(log)])
     assert job_error_line(failed) == (
-        "Error: rule analyse_weights failed: CheckpointError: checkpoint 'bad.pt' is not a "
+        "Error: rule analyze_weights failed: CheckpointError: checkpoint 'bad.pt' is not a "
         f"torch file\n    log: {log}"
     )
     log.write_text("killed by the out-of-memory killer\n")
-    assert job_error_line(failed).startswith("Error: rule analyse_weights failed: killed by")
+    assert job_error_line(failed).startswith("Error: rule analyze_weights failed: killed by")
     failed.__dict__.update(log=[str(tmp_path / "missing.log")])
-    assert job_error_line(failed).startswith("Error: rule analyse_weights failed\n    log: ")
+    assert job_error_line(failed).startswith("Error: rule analyze_weights failed\n    log: ")
     command = record(logging.ERROR, "CalledProcessError: Command 'job.py <<'MATCOND_JOB'\n{...}")
     assert shown(command, everything=False, last_step=0) == (False, 0)
     assert shown(command, everything=True, last_step=0) == (True, 0)

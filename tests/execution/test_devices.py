@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from support import SNAKEMAKE
 
 from matcond.execution.devices import (
     LOCK_DIR_ENV,
@@ -229,9 +230,8 @@ def test_a_cuda_run_without_a_gpu_stops_before_any_job(tmp_path: Path) -> None:
         "experiments": {"e": {"seeds": 1}},
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake = Path(sys.executable).with_name("snakemake")
     repo = Path(__file__).resolve().parents[2]
-    cmd = [snakemake, "-s", repo / "Snakefile", "--directory", tmp_path, "--configfile"]
+    cmd = [SNAKEMAKE, "-s", repo / "Snakefile", "--directory", tmp_path, "--configfile"]
     cmd += [tmp_path / "config.yaml", "--cores", "1", "--resources", "gpu=1"]
     proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
     out = proc.stdout + proc.stderr

@@ -21,6 +21,7 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
+from support import REPO, SNAKEMAKE
 
 from matcond.execution import client
 from matcond.execution.client import (
@@ -45,8 +46,6 @@ from matcond.execution.jobserver import (
 from matcond.pipeline.trials import Block, Trial
 
 pytestmark = pytest.mark.workflow  # a job server for the module; runs through it
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -428,13 +427,12 @@ def test_a_run_through_the_server_writes_what_a_run_without_it_writes(tmp_path):
     with and without the job server, byte for byte."""
     config = {"defaults": {"epochs": 5, "dim": 4}, "experiments": {}}
     config["experiments"]["exp1_dimension"] = {"seeds": 2, "grid": {"dim": [4, 8]}}
-    snakemake = Path(sys.executable).with_name("snakemake")
     outputs = {}
     for server in (True, False):
         workdir = tmp_path / f"server-{server}"
         workdir.mkdir()
         (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "job_server": server}))
-        cmd = [snakemake, "-s", REPO / "Snakefile", "--directory", workdir, "--cores", "2"]
+        cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir, "--cores", "2"]
         cmd += ["--configfile", workdir / "config.yaml"]
         subprocess.run(list(map(str, cmd)), check=True, capture_output=True)
         results = workdir / "results"
@@ -626,8 +624,7 @@ def test_a_run_never_sends_its_jobs_to_an_inherited_server(tmp_path, server):
     config = {"defaults": {"epochs": 2, "dim": 4}, "job_server": server, "experiments": {}}
     config["experiments"]["exp1_dimension"] = {"seeds": 1, "grid": {"dim": [4]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake = Path(sys.executable).with_name("snakemake")
-    cmd = [snakemake, "-s", REPO / "Snakefile", "--directory", tmp_path, "--cores", "1"]
+    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--cores", "1"]
     cmd += ["--configfile", tmp_path / "config.yaml", "--until", "train"]
     env = {**os.environ, ADDRESS_ENV: str(directory / SOCKET)}
     try:

@@ -3,13 +3,12 @@ over more than a decade, every value of a sweep labelled; checked on the rules' 
 on real figure-drawing code fed small synthetic tables (every check runs inside ``save``, whose
 findings go to stderr as ``layout: ...`` lines)."""
 
-from pathlib import Path
-
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from support import REPO
 
 from matcond.claims.check import paper_values
 from matcond.figures import controls, depth, gn_training, paper
@@ -24,7 +23,6 @@ from matcond.figures.axes import (
 from matcond.figures.style import PAPER_COMPONENTS, PAPER_VALUES, figure
 from matcond.pipeline.config import load_yaml
 
-REPO = Path(__file__).resolve().parents[2]
 # words of an axis label that name an integer quantity: such an axis must be marked integer
 INTEGER_WORDS = ("depth", "epoch", "dim", "dimension", "width", "batch size", "layer l")
 

@@ -2,13 +2,12 @@
 with intervals instead of bars, seeds' values where an interval would mean little, and the
 papers' values marked where a figure draws the point they are about."""
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.collections import PathCollection
+from support import REPO
 
 from matcond.claims.check import paper_values
 from matcond.claims.evaluate import VERDICTS
@@ -27,7 +26,6 @@ from matcond.jobs.plot import with_accepted_values
 from matcond.pipeline.config import load_yaml
 from matcond.stats.heavy_tail import accepted_values
 
-REPO = Path(__file__).resolve().parents[2]
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 from gn_cases import rel
+from support import REPO, SNAKEMAKE
 
 from matcond.gn_experiments.sweeps import run_sweep
 from matcond.pipeline.config import ConfigError, validate_config
 
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 DEPTH = {"depths": [1, 2], "widths": [8], "width_factors": [], "seeds": 2, "whiten": [False, True]}
 
 

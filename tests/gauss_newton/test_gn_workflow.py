@@ -7,8 +7,6 @@ import copy
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ import torch
 import yaml
 from conftest import TEST_CONFIG
 from gn_cases import assert_bound_holds, rel
+from support import REPO, run_snakemake
 
 from matcond.figures.catalog import FIGURES as CATALOG
 from matcond.figures.drawing import FIGURES
@@ -44,8 +43,6 @@ from matcond.pipeline.files import write_parquet
 
 pytestmark = pytest.mark.workflow  # the Gauss-Newton rules end to end
 
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 EXP7_SETTINGS = {
     "stages": ["initial", "final"],
     "n_samples": 40,
@@ -355,19 +352,7 @@ def test_the_schema_offers_the_exp7_models():
 
 def snakemake(workdir: Path, *args: str, config: Path = TEST_CONFIG) -> str:
     """Run snakemake on ``config``; ``args`` (options, then targets) come last."""
-    cmd = [
-        SNAKEMAKE,
-        "-s",
-        REPO / "Snakefile",
-        "--directory",
-        workdir,
-        "--configfile",
-        config,
-        "--cores",
-        "2",
-    ]
-    proc = subprocess.run([*map(str, cmd), *args], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_snakemake(workdir, "--cores", "2", *args, configfile=config)
     return proc.stdout + proc.stderr
 
 

@@ -1,7 +1,7 @@
 """Analysis of your own weights (matcond.own_weights): every column against an independent
 numpy float64 computation, the formats, the refusal of code-running pickles, config path
 errors, bad and hostile files (empty, text, truncated, huge declared shapes, extreme values,
-deep nesting), and the `analyse_weights` rule end to end. Folders, shards, names and layer
+deep nesting), and the `analyze_weights` rule end to end. Folders, shards, names and layer
 types: tests/own_weights/test_own_weights_layers.py."""
 
 import json
@@ -18,10 +18,11 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import save_file
+from support import REPO, SNAKEMAKE, run_snakemake
 
 import matcond.own_weights.metrics
 from matcond.figures.own_weights import plot_own_weights
-from matcond.own_weights import analyse
+from matcond.own_weights import full_analysis
 from matcond.own_weights.layers import MAX_ELEMENTS, skipped_entries
 from matcond.own_weights.load import (
     CheckpointError,
@@ -32,8 +33,6 @@ from matcond.own_weights.load import load_file as load_checkpoint
 from matcond.own_weights.metrics import MIN_EIGENVALUES, power_law_fit, result_columns
 from matcond.pipeline.config import ConfigError, load_schema, load_yaml
 
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 THRESHOLDS = [0.001, 0.01, 0.1]
 RTOL = 1e-10
 
@@ -41,13 +40,13 @@ RTOL = 1e-10
 def analyse_checkpoint(path, thresholds, rtol, max_elements=MAX_ELEMENTS, conv="reshaped"):
     """The table and the spectra (by layer) of a path holding one checkpoint; kernels reshaped
     to out x in*k, as numpy_reference does."""
-    table, spectra, _, _ = analyse(path, thresholds, rtol, max_elements, conv)
+    table, spectra, _, _ = full_analysis(path, thresholds, rtol, max_elements, conv)
     return table, next(iter(spectra.values()))
 
 
 def analyse_tensors(entries, thresholds=(0.01,), rtol=1e-10, max_elements=MAX_ELEMENTS):
     """The same for a dict of tensors."""
-    table, spectra, _, _ = analyse(entries, thresholds, rtol, max_elements, "reshaped")
+    table, spectra, _, _ = full_analysis(entries, thresholds, rtol, max_elements, "reshaped")
     return table, spectra["state_dict"]
 
 
@@ -201,7 +200,7 @@ def test_zero_matrix():
 def test_biases_only_give_an_empty_table_and_a_figure(tmp_path):
     path = tmp_path / "biases.safetensors"
     save_file({"fc.bias": torch.zeros(4), "bn.weight": torch.ones(4)}, str(path))
-    table, spectra, _, _ = analyse(path, THRESHOLDS, RTOL)
+    table, spectra, _, _ = full_analysis(path, THRESHOLDS, RTOL)
     assert table.empty and list(table.columns) == result_columns(THRESHOLDS)
     assert spectra == {"biases.safetensors": {}}
     assert str(table["effective_rank_t0.01"].dtype) == "Int64"
@@ -276,11 +275,10 @@ OUTPUTS = [".parquet", ".csv", "_skipped.csv", "_spectra.png", "_spectra.pdf", "
 OUTPUTS += ["_errors.parquet", "_errors.csv", ".html"]
 
 
-def run_snakemake(workdir: Path, names: list[str]) -> subprocess.CompletedProcess:
+def checkpoint_run(workdir: Path, names: list[str]) -> subprocess.CompletedProcess:
     targets = [f"results/checkpoints/{name}{suffix}" for name in names for suffix in OUTPUTS]
-    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir, "--configfile"]
-    cmd += [workdir / "config.yaml", "--cores", "2", *targets]
-    return subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    config = workdir / "config.yaml"
+    return run_snakemake(workdir, "--cores", "2", *targets, configfile=config, check=False)
 
 
 def write_config(workdir: Path, checkpoints: dict[str, str], **extra) -> None:
@@ -297,9 +295,9 @@ def test_rule_end_to_end(state_dict, tmp_path):
     save(state_dict, tmp_path / "net.safetensors", "safetensors")
     save(state_dict, tmp_path / "net.pt", "torch")
     write_config(tmp_path, {"st": "net.safetensors", "pt": "net.pt"}, checkpoint_max_elements=1023)
-    proc = run_snakemake(tmp_path, ["st", "pt"])
+    proc = checkpoint_run(tmp_path, ["st", "pt"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    direct, _, _, _ = analyse(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
+    direct, _, _, _ = full_analysis(tmp_path / "net.pt", THRESHOLDS, RTOL, max_elements=1023)
     assert "fc1" not in set(direct["layer"]) and "fc2" in set(direct["layer"])
     for name, file in (("st", "net.safetensors"), ("pt", "net.pt")):
         table = pd.read_parquet(tmp_path / "results" / "checkpoints" / f"{name}.parquet")
@@ -361,7 +359,7 @@ def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp
     for step in (5, 10):
         torch.save({k: v * step for k, v in sd.items()}, run / f"step{step}.pt")
     write_config(tmp_path, {"hf": "hf", "run": "run"})
-    proc = run_snakemake(tmp_path, ["hf", "run"])
+    proc = checkpoint_run(tmp_path, ["hf", "run"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "results" / "checkpoints"
     hf_table = pd.read_parquet(out / "hf.parquet")
@@ -400,7 +398,7 @@ def test_rule_on_a_sharded_folder_and_a_run_and_its_rerun_on_a_changed_shard(tmp
 def test_rule_fails_early_on_a_missing_path_or_an_empty_file(tmp_path):
     (tmp_path / "empty.pt").write_bytes(b"")
     write_config(tmp_path, {"mine": "weights/absent.safetensors", "empty": "empty.pt"})
-    proc = run_snakemake(tmp_path, ["mine", "empty"])
+    proc = checkpoint_run(tmp_path, ["mine", "empty"])
     assert proc.returncode != 0
     output = proc.stdout + proc.stderr
     assert "config key checkpoints.mine: 'weights/absent.safetensors' does not exist" in output
@@ -413,7 +411,7 @@ def test_rule_refuses_a_code_running_pickle(tmp_path):
     marker = tmp_path / "pwned"
     torch.save({"fc.weight": torch.eye(2), "hook": Payload(marker)}, tmp_path / "evil.pt")
     write_config(tmp_path, {"evil": "evil.pt"})
-    proc = run_snakemake(tmp_path, ["evil"])
+    proc = checkpoint_run(tmp_path, ["evil"])
     assert proc.returncode != 0
     log = (tmp_path / "results" / "logs" / "checkpoints" / "evil.log").read_text()
     assert "refusing to load checkpoint 'evil.pt'" in log
@@ -503,10 +501,10 @@ def test_a_huge_declared_tensor_is_skipped_without_allocating(tmp_path):
     assert path.stat().st_size < 4000
     child = f"""
 import json, resource
-from matcond.own_weights import analyse
+from matcond.own_weights import full_analysis
 vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 2**30, resource.RLIM_INFINITY))
-table, _, skipped, _ = analyse({str(path)!r})
+table, _, skipped, _ = full_analysis({str(path)!r})
 print(json.dumps([table["layer"].tolist(), skipped.drop(columns="checkpoint").values.tolist()]))
 """
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)

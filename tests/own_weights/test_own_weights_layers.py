@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import save_file
 
 import matcond
-from matcond.own_weights import analyse
+from matcond.own_weights import full_analysis
 from matcond.own_weights.layers import canonical_names, matrices
 from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, input_files
 from matcond.pipeline.config import ConfigError
@@ -348,7 +348,7 @@ def test_the_figure_of_a_run_has_a_panel_along_the_steps(weights, tmp_path, monk
     run.mkdir()
     for step in (1, 2):
         torch.save(weights, run / f"ckpt{step}.pt")
-    table, spectra, _, _ = analyse(run, config={"num_attention_heads": 4})
+    table, spectra, _, _ = full_analysis(run, config={"num_attention_heads": 4})
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
     figure_module.plot_own_weights(table, spectra, "run", str(png), str(pdf))
     assert png.stat().st_size > 0 and pdf.stat().st_size > 0
@@ -441,8 +441,10 @@ def test_component_errors_against_a_reference_by_layer_name(weights, tmp_path):
     torch.save(weights, run / "step0.pt")
     torch.save(trained, run / "step9.pt")
     along = component_errors(run)
-    pd.testing.assert_frame_equal(analyse(run, errors=True)[3], along)  # the rule's one pass
-    assert analyse(run / "step9.pt", errors=True)[3].empty  # one checkpoint: nothing to compare
+    pd.testing.assert_frame_equal(full_analysis(run, errors=True)[3], along)  # the rule's one pass
+    assert full_analysis(run / "step9.pt", errors=True)[
+        3
+    ].empty  # one checkpoint: nothing to compare
     first = along[along["checkpoint"] == "step0.pt"]
     assert (first["relative_error"] == 0).all() and set(along["reference"]) == {"step0.pt"}
     last = along[along["checkpoint"] == "step9.pt"].set_index(["layer", "component"])
@@ -568,7 +570,7 @@ def test_a_truncated_checkpoint_in_a_folder_is_skipped_and_the_others_analysed(w
             {k: v.contiguous() for k, v in weights.items()}, str(run / f"s{step}.safetensors")
         )
     (run / "s2.safetensors").write_bytes((run / "s2.safetensors").read_bytes()[:-100])
-    table, _, skipped, _ = analyse(run)
+    table, _, skipped, _ = full_analysis(run)
     assert set(table["checkpoint"]) == {"s1.safetensors", "s3.safetensors"}
     bad = skipped[skipped["tensor"] == UNREADABLE_FILE]
     assert list(bad["checkpoint"]) == ["s2.safetensors"]
@@ -576,7 +578,7 @@ def test_a_truncated_checkpoint_in_a_folder_is_skipped_and_the_others_analysed(w
     for step in (1, 3):
         (run / f"s{step}.safetensors").write_bytes(b"\0" * 64)
     with pytest.raises(CheckpointError, match="no checkpoint of .* can be read"):
-        analyse(run)
+        full_analysis(run)
 
 
 def test_gpt2_attention_gets_its_per_head_products():
@@ -639,7 +641,7 @@ def test_the_per_layer_figure_has_a_panel_per_matrix_titled_with_its_name(tmp_pa
 
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(8, 2, bias=False)
-    table, spectra, _, _ = analyse(mha)
+    table, spectra, _, _ = full_analysis(mha)
     drawn = {}
     monkeypatch.setattr(figure_module, "save", lambda fig, png, pdf: drawn.update(fig=fig))
     figure_module.plot_layer_spectra(table, spectra, "$x$", "a.png", "a.pdf")
@@ -660,7 +662,7 @@ def test_describe_lists_what_analyze_analyses_without_a_spectrum(monkeypatch):
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(8, 2, bias=False)
     table = matcond.analyze(mha)
-    monkeypatch.setattr(metrics, "analyse_matrices", None)  # describe computes no spectrum
+    monkeypatch.setattr(metrics, "analyze_matrices", None)  # describe computes no spectrum
     described = matcond.describe(mha)
     columns = ["layer", "tensor", "layer_type", "rows", "cols"]
     pd.testing.assert_frame_equal(described[columns], table[columns], check_dtype=False)

@@ -173,10 +173,10 @@ def test_gpt2s_tied_lm_head_is_counted_once_and_missing_heads_are_named(tmp_path
     """GPT2LMHeadModel's lm_head is its wte (one tensor): 14 matrices, not 15. Its state dict
     saved with torch.save, without config.json, gets no per-head products, and a warning
     names the config= argument that gives them."""
-    from matcond.own_weights import analyse
+    from matcond.own_weights import full_analysis
 
     model = tiny("gpt2")
-    table, _, skipped, _ = analyse(model)
+    table, _, skipped, _ = full_analysis(model)
     assert matcond.summarize(table)["n_matrices"].tolist() == [2 + 6 * LAYERS]
     (reason,) = skipped.loc[skipped["tensor"] == "lm_head.weight", "reason"]
     assert reason.startswith("tied to 'transformer.wte.weight'")

@@ -13,7 +13,7 @@ import torch
 
 import matcond
 from matcond.figures import own_weights as figure_module
-from matcond.own_weights import analyse
+from matcond.own_weights import full_analysis
 
 D, HEADS, LAYERS, VOCAB = 16, 4, 2, 32
 
@@ -88,7 +88,7 @@ def test_tied_weights_are_one_row_and_counted_once(tmp_path):
     torch.save(model.state_dict(), tmp_path / "tied.pt")  # torch.save keeps the sharing
     copies = {k: v.clone() for k, v in model.state_dict().items()}  # a tie lost in saving
     for source in (model, tmp_path / "tied.pt", copies):
-        table, _, skipped, _ = analyse(source)
+        table, _, skipped, _ = full_analysis(source)
         assert table["layer"].tolist() == ["wte", "fc"], source
         assert matcond.summarize(table)["n_matrices"].tolist() == [2]
         (reason,) = skipped.loc[skipped["tensor"] == "lm_head.weight", "reason"]
@@ -144,7 +144,7 @@ def captured(monkeypatch, plot, *args) -> plt.Figure:
 def test_the_spectra_are_grouped_by_type_named_and_cut_at_numerical_zero(monkeypatch):
     """8 rank-4 products of 16 x 16 of each kind, 2 embeddings, 2 q, k, v, o and 4 linear: a
     panel per type, the products in their own, no line below s_1 eps max(m, n)."""
-    table, spectra, _, _ = analyse(gpt2_like(), config={"n_head": HEADS})
+    table, spectra, _, _ = full_analysis(gpt2_like(), config={"n_head": HEADS})
     fig = captured(monkeypatch, figure_module.plot_own_weights, table, spectra)
     panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     counts = table["layer_type"].value_counts()
@@ -174,7 +174,7 @@ def test_the_spectra_are_grouped_by_type_named_and_cut_at_numerical_zero(monkeyp
 def test_many_lines_are_named_on_a_colorbar(monkeypatch):
     torch.manual_seed(0)
     sd = {f"blocks.{i}.fc.weight": torch.randn(6, 6) for i in range(12)}
-    table, spectra, _, _ = analyse(sd)
+    table, spectra, _, _ = full_analysis(sd)
     fig = captured(monkeypatch, figure_module.plot_own_weights, table, spectra)
     bar = next(ax for ax in fig.axes if ax.get_ylabel().startswith("blocks.*.fc"))
     labels = [t.get_text() for t in bar.get_yticklabels()]
@@ -188,7 +188,7 @@ def test_the_layers_figure_names_its_checkpoint(tmp_path, monkeypatch):
     torch.manual_seed(0)
     for step in (10, 20):
         torch.save({"fc.weight": torch.randn(5, 3)}, run / f"step_{step}.pt")
-    table, spectra, _, _ = analyse(run)
+    table, spectra, _, _ = full_analysis(run)
     fig = captured(monkeypatch, figure_module.plot_layer_spectra, table, spectra)
     assert "checkpoint step_20.pt" in fig.get_suptitle()
     plt.close(fig)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import REPO, SNAKEMAKE, run_snakemake
 
 from matcond.own_weights.load import check_checkpoint_paths
 from matcond.pipeline.config import (
@@ -22,9 +23,6 @@ from matcond.pipeline.config import (
     validate_config,
 )
 from matcond.pipeline.trials import all_trials
-
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 
 def one(defaults=None, **experiment):
@@ -265,8 +263,7 @@ def test_a_results_path_that_is_no_directory_is_named_before_the_dag(tmp_path):
 
 
 def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", workdir, "-n", *args]
-    return subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
+    return run_snakemake(workdir, "-n", *args, check=False)
 
 
 @pytest.mark.workflow

@@ -3,11 +3,11 @@ start-up notes on what a config leaves out (matcond.figures.captions.config_note
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from support import REPO, SNAKEMAKE
 
 from matcond.figures.captions import config_notes
 from matcond.figures.catalog import FIGURES
@@ -15,8 +15,6 @@ from matcond.pipeline.config import load_yaml, validate_config
 
 pytestmark = pytest.mark.workflow  # every test starts Snakemake
 
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TINY_EXP1 = {"experiments": {"exp1_dimension": {"grid": {"dim": [4]}, "seeds": 2}}}
 
 
@@ -131,7 +129,7 @@ def test_a_checkpoint_alone_runs_only_its_analysis(tmp_path):
     save_file({"fc.weight": torch.randn(8, 4)}, str(tmp_path / "mine.safetensors"))
     config = write(tmp_path / "c.yaml", {"checkpoints": {"mine": "mine.safetensors"}})
     rules, _ = dry_run(tmp_path, "--configfile", config)
-    assert sorted(rules) == ["all", "analyse_weights"]
+    assert sorted(rules) == ["all", "analyze_weights"]
 
 
 def test_a_config_with_nothing_to_run_is_refused_before_any_job(tmp_path):

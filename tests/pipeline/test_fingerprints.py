@@ -16,7 +16,6 @@ from matcond.pipeline.fingerprints import (
     dependencies,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 JOBS = sorted((PACKAGE_DIR / "jobs").glob("[!_]*.py"))
 
 

@@ -1,9 +1,8 @@
 """The run a config asks for (matcond.pipeline.plan.Plan), built without Snakemake: its
 blocks, saved weights, GN parts, depth trials, figures and targets."""
 
-from pathlib import Path
-
 import pytest
+from support import REPO
 
 from matcond.claims.check import DEPTH_TABLE
 from matcond.condition_number.batching import block_mem_mb
@@ -11,8 +10,6 @@ from matcond.figures.catalog import FIGURES
 from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.plan import Plan
 from matcond.pipeline.trials import all_trials
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def plan_of(config: dict) -> Plan:

@@ -6,18 +6,17 @@ the run forever, which the timeouts here would catch."""
 
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from support import REPO, SNAKEMAKE
 
 from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, sources
 from matcond.pipeline.config import ConfigError, load_yaml
 from matcond.pipeline.damage import damaged_files, query_only
 from matcond.pipeline.files import file_kind
 
-REPO = Path(__file__).resolve().parents[2]
 KINDS = {
     "fifo": "a FIFO (named pipe)",
     "device": "a device file",
@@ -112,8 +111,7 @@ def test_a_missing_claims_file_stops_the_run_before_any_job(tmp_path):
     for item in (REPO / "config").iterdir():
         if item.name != "claims.yaml":
             os.symlink(item, copy / "config" / item.name)
-    snakemake = Path(sys.executable).with_name("snakemake")
-    cmd = [snakemake, "-s", copy / "Snakefile", "--directory", tmp_path, "-n"]
+    cmd = [SNAKEMAKE, "-s", copy / "Snakefile", "--directory", tmp_path, "-n"]
     cmd += ["--configfile", REPO / "config" / "test" / "config.yaml"]
     proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0

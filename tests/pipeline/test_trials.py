@@ -4,9 +4,9 @@ import copy
 import datetime
 import functools
 import json
-from pathlib import Path
 
 import pytest
+from support import REPO
 
 from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.trials import (
@@ -21,8 +21,6 @@ from matcond.pipeline.trials import (
     format_value,
     swept_settings,
 )
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def load(name="config/config.yaml"):

@@ -23,21 +23,19 @@ import importlib.util
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 from slurmcluster import SlurmCluster
+from support import REPO, SNAKEMAKE
 
 from matcond.execution.jobserver import SERVED_BY
 from matcond.pipeline.config import load_yaml
 
 pytestmark = pytest.mark.workflow  # the workflow on a SLURM test cluster
 
-REPO = Path(__file__).resolve().parents[2]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 PROFILE = REPO / "profiles" / "slurm"
 PLUGINS = ("snakemake_executor_plugin_slurm", "snakemake_executor_plugin_slurm_jobstep")
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (.*)\)\.")

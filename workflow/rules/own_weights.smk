@@ -21,7 +21,7 @@ CHECKPOINT_SETTINGS = json.dumps(
 )
 
 
-rule analyse_weights:
+rule analyze_weights:
     """Per-layer spectral table (parquet, CSV, and an HTML page for the report), the entries
     skipped and why, the figures (all spectra; a panel per matrix), and for a folder of
     checkpoints every checkpoint's component errors against the first.
@@ -65,7 +65,7 @@ rule analyse_weights:
         runtime=lambda wildcards, input: 10 + int(input.size_mb) // 100,
     params:
         **rule_params(
-            "analyse_weights",
+            "analyze_weights",
             settings=CHECKPOINT_SETTINGS,
             path=lambda wildcards: config["checkpoints"][wildcards.name],
         ),

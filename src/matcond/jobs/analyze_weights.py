@@ -1,4 +1,4 @@
-"""Rule `analyse_weights`: weights (a file, a model folder, a folder of checkpoints) -> table
+"""Rule `analyze_weights`: weights (a file, a model folder, a folder of checkpoints) -> table
 of its matrices (parquet, CSV, an HTML page for the report), the entries skipped and why, the
 figures, and for a folder of checkpoints the component errors of each against the first
 (empty for one checkpoint)."""
@@ -10,14 +10,14 @@ from pathlib import Path
 
 from matcond.claims.page import table_page
 from matcond.figures.own_weights import plot_layer_spectra, plot_own_weights
-from matcond.own_weights import UNREADABLE_FILE, analyse, write_table
+from matcond.own_weights import UNREADABLE_FILE, full_analysis, write_table
 
 
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     settings = json.loads(snakemake.params.settings)
     path = snakemake.params.path
-    table, spectra, skipped, errors = analyse(path, **settings, errors=True)
+    table, spectra, skipped, errors = full_analysis(path, **settings, errors=True)
     digests = {}
     for file in snakemake.input:
         with open(file, "rb") as fh:

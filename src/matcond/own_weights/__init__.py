@@ -8,7 +8,7 @@ condition numbers and components of :mod:`matcond.condition_number.components`.
 Where the files come from: :mod:`.load`; which matrices and their names: :mod:`.layers`; the
 columns: :mod:`.metrics`; errors against a reference checkpoint: :mod:`.compare`; the exact
 Gauss-Newton condition number of a linear or leaky-ReLU stack on your data:
-:mod:`.gauss_newton`. The rule ``analyse_weights`` runs the same code.
+:mod:`.gauss_newton`. The rule ``analyze_weights`` runs the same code.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def single_checkpoint(
 
 
 def _layer_pattern(layers: str | None) -> re.Pattern:
-    """The ``layers`` filter of :func:`analyse` and :func:`describe` as a pattern (None: one
+    """The ``layers`` filter of :func:`full_analysis` and :func:`describe` as a pattern (None: one
     that finds every layer name); ValueError naming it when it is not a regular expression."""
     try:
         return re.compile(layers or "")
@@ -98,7 +98,7 @@ def _layer_pattern(layers: str | None) -> re.Pattern:
         raise ValueError(f"layers: {layers!r} is not a regular expression ({err})") from None
 
 
-def analyse(
+def full_analysis(
     source: str | Path | torch.nn.Module | Mapping[str, Any],
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
@@ -131,7 +131,7 @@ def analyse(
 
     from matcond.own_weights.compare import errors_between, errors_table
     from matcond.own_weights.layers import matrices, skipped_entries
-    from matcond.own_weights.metrics import analyse_matrices
+    from matcond.own_weights.metrics import analyze_matrices
 
     wanted = _layer_pattern(layers)
     tables, spectra, skipped, error_rows, first, unreadable = [], {}, [], [], None, []
@@ -142,7 +142,7 @@ def analyse(
             for m in matrices(entries, model_config, conv, max_elements, types)
             if wanted.search(m.layer)
         ]
-        table, spectra[name] = analyse_matrices(
+        table, spectra[name] = analyze_matrices(
             found, effective_rank_thresholds, rank_rtol, name, step
         )
         tables.append(table)
@@ -181,9 +181,9 @@ def analyze(
     config: Mapping[str, Any] | None = None,
     layers: str | None = None,
 ) -> pd.DataFrame:
-    """One row per weight matrix of ``source``: the table of :func:`analyse` (what each
+    """One row per weight matrix of ``source``: the table of :func:`full_analysis` (what each
     argument means), without the spectra and the skipped entries."""
-    return analyse(
+    return full_analysis(
         source, effective_rank_thresholds, rank_rtol, max_elements, conv, config, layers=layers
     )[0]
 
@@ -197,7 +197,7 @@ def describe(
 ) -> pd.DataFrame:
     """The matrices :func:`analyze` would analyse, without computing a spectrum: a row per
     matrix with ``checkpoint``, ``step``, ``layer``, ``tensor``, ``layer_type``, ``rows``,
-    ``cols``, ``tensor_shape`` and ``note`` (arguments as for :func:`analyse`)."""
+    ``cols``, ``tensor_shape`` and ``note`` (arguments as for :func:`full_analysis`)."""
     import pandas as pd
 
     from matcond.own_weights.layers import matrices

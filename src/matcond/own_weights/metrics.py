@@ -222,7 +222,7 @@ def matrix_row(
     return values, spectrum
 
 
-def analyse_matrices(
+def analyze_matrices(
     found: Sequence[Matrix],
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,

@@ -1,0 +1,38 @@
+"""What many tests share: the repository's root, this interpreter's Snakemake, and a Snakemake
+run of the workflow (``import support``: tests/ is on the tests' path, as conftest.py's
+directory)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+
+def snakemake_command(
+    workdir: Path, *args, configfile: Path | None = None, snakefile: Path = REPO / "Snakefile"
+) -> list[str]:
+    """``snakemake -s SNAKEFILE --directory WORKDIR [--configfile CONFIGFILE] ARGS``."""
+    cmd = [SNAKEMAKE, "-s", snakefile, "--directory", workdir]
+    if configfile is not None:
+        cmd += ["--configfile", configfile]
+    return [*map(str, cmd), *map(str, args)]
+
+
+def run_snakemake(
+    workdir: Path,
+    *args,
+    configfile: Path | None = None,
+    snakefile: Path = REPO / "Snakefile",
+    env: dict | None = None,
+    check: bool = True,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
+    """:func:`snakemake_command` run to its end, its output captured; with ``check``, a
+    failure shows the tail of its output."""
+    cmd = snakemake_command(workdir, *args, configfile=configfile, snakefile=snakefile)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
