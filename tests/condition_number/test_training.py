@@ -180,3 +180,26 @@ def test_trials_that_stop_early_leave_the_others_unchanged(spec, changes):
         assert weights.keys() == weights_alone.keys()
         for name, w in weights.items():
             np.testing.assert_array_equal(w, weights_alone[name])
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("lr", [5.0, 50.0, 1e4])
+def test_a_folded_step_stops_before_its_weights_are_recorded_non_finite(spec, lr, momentum):
+    """The residual form with a folded step reads no weights for the divergence check (a
+    finite loss implies finite weights there): with only non-finite values stopping a trial
+    (no loss ratio), every epoch recorded before it stops holds finite weights, and the stop
+    comes at the first non-finite loss (the loss overflows before the weights do)."""
+    s = {**spec, "dim": 16, "lr": lr, "momentum": momentum, "epochs": 60, "record_every": 1}
+    s["divergence_loss_ratio"] = float("inf")
+    recorded = {}
+    (outcome,) = train(
+        [s],
+        [{"product": make_target(s)}],
+        CPU,
+        lambda i, e, m, loss, g: recorded.update({e: (m, loss)}),
+    )
+    assert outcome.diverged
+    stop = outcome.diverged_epoch
+    assert all(np.isfinite(recorded[e][0]["product"]).all() for e in range(stop))
+    assert all(np.isfinite(recorded[e][1]) for e in range(1, stop))
+    assert not np.isfinite(recorded[stop][1])
