@@ -219,13 +219,17 @@ def train(
     first_loss = [float("nan")] * len(specs)
     losses = [float("nan")] * len(specs)
     gradient = None
-    # each step's inputs and noise, drawn into these in place (rows: the active trials)
+    # each step's inputs and noise, drawn into these in place (rows: the active trials), each
+    # trial's rows as views made once (indexing them anew each step cost 4 % of the training
+    # at d = 32 with 64 seeds side by side)
     inputs, noises = (torch.empty(len(specs), *shape, dtype=dtype) for _ in range(2))
+    rows = list(zip(inputs, noises, strict=True))
     for epoch in range(1, spec["epochs"] + 1):
         for step in range(spec["steps_per_epoch"]):
-            for i, g in enumerate(data_gens):  # a trial's inputs, then its noise: its own stream
-                inputs[i].normal_(generator=g)
-                noises[i].normal_(generator=g)
+            # the active trials' rows (the first len(active)), each from the trial's own stream
+            for (trial_inputs, trial_noise), g in zip(rows, data_gens, strict=False):
+                trial_inputs.normal_(generator=g)
+                trial_noise.normal_(generator=g)
             x, noise = (t[: len(active)].to(device) for t in (inputs, noises))
             for p in params:
                 p.grad = None
