@@ -2,12 +2,27 @@
 run of the workflow (``import support``: tests/ is on the tests' path, as conftest.py's
 directory)."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+CHECKOUT_PARTS = ("Snakefile", "workflow", "scripts", "config", "profiles", "envs", "src")
+
+
+def copy_of_repo(root: Path) -> Path:
+    """The workflow and its package copied to ``root``, a checkout of its own (no results,
+    no egg-info): its Snakefile runs its own ``src/``."""
+    root.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("*.egg-info", "__pycache__")
+    for part in CHECKOUT_PARTS:
+        if (REPO / part).is_dir():
+            shutil.copytree(REPO / part, root / part, ignore=ignore)
+        else:
+            shutil.copy(REPO / part, root / part)
+    return root
 
 
 def snakemake_command(

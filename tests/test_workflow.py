@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from safetensors.numpy import load_file
-from support import REPO, SNAKEMAKE, run_snakemake
+from support import REPO, SNAKEMAKE, copy_of_repo, run_snakemake
 
 from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
 from matcond.claims.readings import SENSITIVITY_COLUMNS
@@ -44,19 +44,24 @@ TRIAL_COLUMNS = [
 
 
 def snakemake(
-    workdir: Path, *args: str, config: str = "config.yaml", env: dict | None = None
+    workdir: Path, *args: str, config: str = "config.yaml", snakefile: Path = REPO / "Snakefile"
 ) -> str:
-    proc = run_snakemake(workdir, "--cores", "2", *args, configfile=workdir / config, env=env)
+    proc = run_snakemake(
+        workdir, "--cores", "2", *args, configfile=workdir / config, snakefile=snakefile
+    )
     return proc.stdout + proc.stderr
 
 
-def planned_jobs(workdir: Path, config: dict, env: dict | None = None) -> list[tuple[str, str]]:
-    """(rule, first output) of every job a dry run with ``config`` would execute. The config
-    file's name is this process's own: tests on other workers dry-run the shared small run
-    with configs of theirs (one name for all let one test plan with another's config)."""
+def planned_jobs(
+    workdir: Path, config: dict, *args: str, snakefile: Path = REPO / "Snakefile"
+) -> list[tuple[str, str]]:
+    """(rule, first output) of every job a dry run with ``config`` (and Snakemake's ``args``)
+    would execute. The config file's name is this process's own: tests on other workers
+    dry-run the shared small run with configs of theirs (one name for all let one test plan
+    with another's config)."""
     name = f"edited-{os.getpid()}.yaml"
     (workdir / name).write_text(yaml.safe_dump(config))
-    out = snakemake(workdir, "-n", config=name, env=env)
+    out = snakemake(workdir, "-n", *args, config=name, snakefile=snakefile)
     blocks = re.split(r"^(?:local)?rule (\w+):$", out, flags=re.M)[1:]
     jobs = []
     for rule, body in zip(blocks[::2], blocks[1::2], strict=True):
@@ -520,13 +525,15 @@ def test_timestamps_alone_rerun_nothing(finished, small_config, tmp_path):
 
 def test_a_job_module_edit_reruns_exactly_its_rules_jobs(finished, small_config, tmp_path):
     """matcond/jobs/plot.py gains a comment: the plot jobs rerun, nothing else. The edit is
-    made in a copy of the package that the dry run imports (PYTHONPATH), so that tests running
-    beside this one (pytest-xdist) never see it."""
-    shutil.copytree(REPO / "src", tmp_path / "src")  # the schemas come with the package
-    with open(tmp_path / "src" / "matcond" / "jobs" / "plot.py", "a") as script:
+    made in a copy of the checkout, whose Snakefile runs its own src/ (tests running beside
+    this one, pytest-xdist, never see it). The copy's config/claims.yaml is another path, an
+    input whose change reruns the claims job: the dry run leaves the input trigger out, so
+    that what it plans is what the code fingerprints (a param) decide."""
+    copy = copy_of_repo(tmp_path / "copy")
+    with open(copy / "src" / "matcond" / "jobs" / "plot.py", "a") as script:
         script.write("# an edit\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
-    jobs = planned_jobs(finished, small_config, env=env)
+    triggers = ("--rerun-triggers", "params", "software-env")
+    jobs = planned_jobs(finished, small_config, *triggers, snakefile=copy / "Snakefile")
     assert {rule for rule, _ in jobs} == {"plot", "all"}
     assert len(jobs) == len(DRAWN) + 1
 

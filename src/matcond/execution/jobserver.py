@@ -338,6 +338,10 @@ class JobServer:
         _remove_stale_directories()
         directory = Path(tempfile.mkdtemp(prefix=PREFIX))
         token = secrets.token_hex(16)
+        # the server imports the matcond that this process did (the running checkout's src/),
+        # whichever one the environment has installed
+        package_root = str(Path(__file__).resolve().parents[2])
+        pythonpath = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -347,7 +351,7 @@ class JobServer:
                 *sorted(set(rules)),
             ],
             stdout=subprocess.PIPE,
-            env={**os.environ, **SERVER_THREADS, TOKEN_ENV: token},
+            env={**os.environ, **SERVER_THREADS, TOKEN_ENV: token, "PYTHONPATH": pythonpath},
         )
         ready: list[bytes] = []
         reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()))
