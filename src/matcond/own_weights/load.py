@@ -18,8 +18,10 @@ the model's settings (e.g. ``num_attention_heads``).
 
 Loading never runs code from a file: safetensors files are parsed as safetensors, anything
 else goes through ``torch.load(weights_only=True)``, and a file that needs more than tensors
-and plain containers to unpickle is refused with :class:`UnsafeCheckpointError`. Safetensors
-and torch zip files are memory-mapped (a legacy, non-zip torch file is read whole).
+and plain containers to unpickle is refused with :class:`UnsafeCheckpointError`. Files are
+read, not memory-mapped: a mapped file that another process rewrites kills its reader with
+SIGBUS, a read one gives an error naming the file
+(:mod:`matcond.own_weights.tensor_file`).
 """
 
 from __future__ import annotations
@@ -325,19 +327,23 @@ def load_file(path: str | Path) -> dict[str, Any]:
     with open(path, "rb") as fh:
         head = fh.read(len(LEGACY_MAGIC))
     if _safetensors_header_len(head) is not None:
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file as load_safetensors
+        from matcond.own_weights.tensor_file import ChangedWhileRead, read_tensors
 
         try:
-            return dict(load_safetensors(str(path), device="cpu"))
-        except SafetensorError as err:
+            return read_tensors(path)
+        except ChangedWhileRead as err:
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} changed while it was read ({err}): read it again "
+                "once whatever writes it has finished"
+            ) from None
+        except (ValueError, KeyError, TypeError) as err:
             raise CheckpointError(
                 f"checkpoint {str(path)!r} is invalid safetensors: {err}"
             ) from None
-        except (RuntimeError, OSError, MemoryError) as err:  # e.g. a TB-sized sparse file
+        except (MemoryError, RuntimeError) as err:  # torch's allocator: e.g. a TB-sized file
             raise CheckpointError(
-                f"checkpoint {str(path)!r} ({path.stat().st_size:,} bytes) cannot be "
-                f"memory-mapped: {err}"
+                f"checkpoint {str(path)!r} ({path.stat().st_size:,} bytes) does not fit in "
+                f"memory: {err}"
             ) from None
     is_zip = head.startswith(ZIP_MAGIC)
     what = "neither safetensors nor a torch file"
@@ -346,7 +352,7 @@ def load_file(path: str | Path) -> dict[str, Any]:
     try:
         with warnings.catch_warnings():  # torch warns of a plain pickle's protocol first
             warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
-            loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip)
+            loaded = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         found = re.search(r"WeightsUnpickler error:\s*(.*?)(?: Please use|\n|$)", str(err))
         reason = found.group(1) if found else str(err)
