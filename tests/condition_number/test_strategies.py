@@ -54,13 +54,15 @@ def test_spectral_decay_pulls_kappa_toward_one(spec):
 
 def test_svd_correction_is_not_applied_at_the_last_epoch(spec):
     """The trained matrix is scored after plain steps: with svd_every = epochs there is no
-    correction at all, so the run equals standard training bit for bit."""
+    correction at all, so the run equals standard training up to float32 rounding (standard
+    training holds the matrix as its error W - W*, a strategy that acts after each epoch
+    holds W: the condition number, 8e-5 relative; a correction moves an error by 80 %)."""
     s = {**spec, "epochs": 10, "svd_every": 10}
     corrected, _ = run_trial({**s, "strategy": "svd_correction"}, CPU)
     standard, _ = run_trial({**s, "strategy": "standard"}, CPU)
-    np.testing.assert_array_equal(corrected["error"], standard["error"])
+    np.testing.assert_allclose(corrected["error"], standard["error"], rtol=1e-3)
     every5, _ = run_trial({**s, "strategy": "svd_correction", "svd_every": 5}, CPU)
-    assert not np.array_equal(every5["error"], standard["error"])
+    assert not np.allclose(every5["error"], standard["error"], rtol=0.1)
 
 
 @pytest.mark.parametrize("init", ["gaussian", "lecun_normal", "torch_linear", "orthogonal"])

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from matcond.condition_number.run import run_trial, run_trials, trial_rows
-from matcond.condition_number.targets import make_target
-from matcond.condition_number.training import all_finite, record_epochs, train
+from matcond.condition_number.targets import DATA_STREAM, INIT_STREAM, make_target, stream_seed
+from matcond.condition_number.training import all_finite, init_layer, record_epochs, train
 
 CPU = torch.device("cpu")
 
@@ -203,3 +203,24 @@ def test_a_folded_step_stops_before_its_weights_are_recorded_non_finite(spec, lr
     assert all(np.isfinite(recorded[e][0]["product"]).all() for e in range(stop))
     assert all(np.isfinite(recorded[e][1]) for e in range(1, stop))
     assert not np.isfinite(recorded[stop][1])
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_the_residual_form_is_sgd_on_the_trial_s_own_draws(spec, momentum):
+    """The residual form (the trained matrix held as its error W - W*, W* added back to each
+    snapshot) against SGD written out in numpy float64 on the trial's own streams: its init
+    and each step's inputs, then noise."""
+    s = {**spec, "dim": 6, "batch_size": 16, "epochs": 30, "lr": 0.05, "momentum": momentum}
+    s.update(noise_std=0.1, dtype="float64")
+    w_star = make_target(s)
+    init = torch.Generator().manual_seed(stream_seed(s["seed"], INIT_STREAM))
+    w = init_layer(s, init).numpy()
+    data = torch.Generator().manual_seed(stream_seed(s["seed"], DATA_STREAM))
+    buffer = None
+    for _ in range(s["epochs"]):
+        x, eps = (torch.empty(16, 6, dtype=torch.float64).normal_(generator=data) for _ in "xe")
+        residual = x.numpy() @ (w - w_star).T - 0.1 * eps.numpy()
+        gradient = residual.T @ x.numpy() / 16
+        buffer = gradient if buffer is None else momentum * buffer + gradient
+        w = w - 0.05 * (buffer if momentum else gradient)
+    np.testing.assert_allclose(final_weight(w_star, s), w, rtol=1e-12, atol=1e-14)

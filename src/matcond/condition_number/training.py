@@ -6,7 +6,8 @@ L = 1/2 mean_batch ||model(x) - y||^2 (summed over outputs, averaged over the ba
 for y = W* x, E[grad_W] = W - W* and plain SGD from W = 0 has E[W_t] = (1 - (1 - lr)^t) W*.
 An epoch is ``steps_per_epoch`` such steps (the paper's figures match one step per epoch).
 A single matrix against a linear teacher takes the step in the residual form
-(:func:`residual_step`); other models and strategies through autograd.
+(:func:`residual_step`), held as its error W - W* where no strategy acts on W (each snapshot
+adds W* back in float64); other models and strategies through autograd.
 
 Optimizers (matcond.condition_number.optim) are SGD (with momentum and Nesterov's) and Adam
 (betas 0.9/0.999, eps 1e-8), update for update as torch.optim's; ``weight_decay`` is an L2
@@ -114,12 +115,14 @@ def all_finite(t: torch.Tensor) -> torch.Tensor:
     return finite
 
 
-def _snapshots(model: Model) -> list[dict[str, np.ndarray]]:
-    """Each seed's recorded matrices as float64 numpy arrays."""
+def _snapshots(model: Model, offset: torch.Tensor | None = None) -> list[dict[str, np.ndarray]]:
+    """Each seed's recorded matrices as float64 numpy arrays; ``offset`` (seeds x ...) is
+    added to the product in float64 (W* to a model that holds W - W*)."""
     with torch.no_grad():
-        matrices = {
-            k: v.detach().to("cpu", torch.float64).numpy() for k, v in model.matrices().items()
-        }
+        matrices = {k: v.detach().to("cpu", torch.float64) for k, v in model.matrices().items()}
+        if offset is not None:  # a new tensor: a float64 model's matrices are its own
+            matrices["product"] = matrices["product"] + offset.to("cpu", torch.float64)
+        matrices = {k: v.numpy() for k, v in matrices.items()}
     seeds = next(iter(matrices.values())).shape[0]
     return [{k: v[i].copy() for k, v in matrices.items()} for i in range(seeds)]
 
@@ -133,7 +136,7 @@ def _stacked(targets: list[dict[str, np.ndarray]], dtype, device) -> dict[str, t
 
 def residual_step(
     w: torch.Tensor,
-    w_star: torch.Tensor,
+    w_star: torch.Tensor | None,
     x: torch.Tensor,
     noise: torch.Tensor,
     noise_std: float,
@@ -144,13 +147,15 @@ def residual_step(
     products of 2 B d^2 each; autograd's forward and backward through the model and the
     teacher take three). The gradient is set as ``w.grad``, or with ``folded`` (an optimizer
     that :meth:`~matcond.condition_number.optim.SGD.folds`) never formed: its step takes the
-    product into the update. ``w``, ``w_star``: seeds x d x d; ``x``, ``noise``: seeds x B x d."""
+    product into the update. ``w``, ``w_star``: seeds x d x d (``w_star`` None: ``w`` holds
+    W - W*); ``x``, ``noise``: seeds x B x d."""
     with torch.no_grad():
-        residual = torch.baddbmm(noise, x, (w - w_star).mT, beta=-noise_std)
+        error = w if w_star is None else w - w_star
+        residual = torch.baddbmm(noise, x, error.mT, beta=-noise_std)
         if folded is not None:
             folded.step_product(residual.mT, x, 1 / x.shape[1])
         else:  # beta = 0: the first argument only gives the shape; 1 / B is the product's alpha
-            w.grad = torch.baddbmm(w_star, residual.mT, x, beta=0, alpha=1 / x.shape[1])
+            w.grad = torch.baddbmm(w, residual.mT, x, beta=0, alpha=1 / x.shape[1])
         loss = 0.5 * residual.square().sum(dim=-1).mean(dim=-1)
     return loss, residual
 
@@ -198,10 +203,13 @@ def train(
     # the residual form with nothing between gradient and step: the step takes the product
     hooked = strategy.penalty is not None or strategy.gradient is not None
     folded = optimizer if model.residual_form and not hooked and optimizer.folds() else None
-    # There a finite loss implies finite weights: a non-finite entry of W - W* makes the next
-    # residual non-finite (inf * 0 is NaN), and a finite residual gives a finite step. So only
-    # the other paths read their weights each epoch for the divergence check.
-    check_weights = folded is None or strategy.after_epoch is not None
+    # With nothing after the epoch either, the trained matrix is held as its error E = W - W*
+    # (the residual X E^T - eps without forming W - W* each step, a pass over every layer:
+    # 6-14 % of a step at d = 128-256), and W* is added back to each snapshot. There a finite
+    # loss implies finite weights (a non-finite entry of E makes the next residual non-finite,
+    # inf * 0 being NaN, and a finite residual gives a finite step), so only the other paths
+    # read their weights each epoch for the divergence check.
+    as_error = folded is not None and strategy.after_epoch is None
     recorded = set(record_epochs(spec["epochs"], spec["record_every"]))
     target = Target(
         [t["product"] for t in targets] if "product" in targets[0] else None, spec, device
@@ -210,6 +218,13 @@ def train(
     shape = (spec["batch_size"], *kind.input_shape(spec))
 
     initial = _snapshots(model)
+    if as_error:
+        with torch.no_grad():
+            model.layers[0].sub_(tensors["product"])
+
+    def snapshots() -> list[dict[str, np.ndarray]]:
+        return _snapshots(model, tensors["product"] if as_error else None)
+
     final: list[dict[str, np.ndarray] | None] = [None] * len(specs)
     diverged_epoch: list[int | None] = [None] * len(specs)
     if 0 in recorded:
@@ -235,7 +250,12 @@ def train(
                 p.grad = None
             if model.residual_form:
                 loss, residual = residual_step(
-                    model.layers[0], tensors["product"], x, noise, spec["noise_std"], folded
+                    model.layers[0],
+                    None if as_error else tensors["product"],
+                    x,
+                    noise,
+                    spec["noise_std"],
+                    folded,
                 )
                 if strategy.penalty is not None:
                     strategy.penalty(model, spec, target).sum().backward()
@@ -259,7 +279,7 @@ def train(
         if strategy.after_epoch is not None:
             strategy.after_epoch(model, epoch, spec, target)
         finite = [True] * len(active)
-        if check_weights:
+        if not as_error:
             finite = torch.stack([all_finite(p) for p in params]).all(dim=0).tolist()
         epoch_losses = loss.detach().tolist()  # one transfer for every active trial
         stopped = []
@@ -271,12 +291,12 @@ def train(
             if exploded or not (math.isfinite(losses[i]) and finite[position]):
                 stopped.append(position)
         if stopped:
-            snapshots = _snapshots(model)
+            stopped_snapshots = snapshots()
             for position in stopped:
                 i = active[position]
-                diverged_epoch[i], final[i] = epoch, snapshots[position]
+                diverged_epoch[i], final[i] = epoch, stopped_snapshots[position]
                 for later in sorted({epoch} | {e for e in recorded if e > epoch}):
-                    on_record(i, later, snapshots[position], losses[i], None)
+                    on_record(i, later, stopped_snapshots[position], losses[i], None)
             keep = [p for p in range(len(active)) if p not in stopped]
             if not keep:
                 break
@@ -293,11 +313,11 @@ def train(
             if target.products is not None:
                 target = Target([target.products[p] for p in keep], spec, device)
         if epoch in recorded:
-            for position, snapshot in enumerate(_snapshots(model)):
+            for position, snapshot in enumerate(snapshots()):
                 i = active[position]
                 grad = None if gradient is None else gradient[position]
                 on_record(i, epoch, snapshot, losses[i], grad)
-    for position, snapshot in enumerate(_snapshots(model)):
+    for position, snapshot in enumerate(snapshots()):
         if diverged_epoch[active[position]] is None:
             final[active[position]] = snapshot
     return [TrainingOutcome(initial[i], final[i], diverged_epoch[i]) for i in range(len(specs))]
