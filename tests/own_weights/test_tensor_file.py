@@ -1,6 +1,8 @@
 """Safetensors files read without a memory map: the safetensors library's tensors, and an
 error, not SIGBUS or a mixed read, for a file that changes while it is read."""
 
+import errno
+
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -67,3 +69,32 @@ def test_a_tensor_whose_bytes_do_not_match_its_shape_is_invalid(tmp_path, monkey
     monkeypatch.setattr(tensor_file, "safetensors_header", lambda p: header)
     with pytest.raises(ValueError, match=r"tensor 'w' of shape \[4, 5\] has 64 bytes"):
         read_tensors(path)
+
+
+def test_an_io_error_while_reading_is_one_clear_error(tmp_path, monkeypatch):
+    """A read that fails (e.g. a network file system gone mid-read) names the file and the
+    system's reason, as a CheckpointError, not an OSError from deep inside the reader."""
+    path = tmp_path / "w.safetensors"
+    save_file({"w": torch.ones(8, 8)}, str(path))
+
+    class FailingRead:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def readinto(self, buffer):
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(
+        tensor_file, "open", lambda p, mode: FailingRead(open(p, mode)), raising=False
+    )
+    with pytest.raises(CheckpointError, match=r"w\.safetensors' cannot be read \(Input/output"):
+        load_checkpoint(path)

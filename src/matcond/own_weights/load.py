@@ -336,6 +336,10 @@ def load_file(path: str | Path) -> dict[str, Any]:
                 f"checkpoint {str(path)!r} changed while it was read ({err}): read it again "
                 "once whatever writes it has finished"
             ) from None
+        except OSError as err:  # e.g. an I/O error on a network file system mid-read
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} cannot be read ({err.strerror or err})"
+            ) from None
         except (ValueError, KeyError, TypeError) as err:
             raise CheckpointError(
                 f"checkpoint {str(path)!r} is invalid safetensors: {err}"
