@@ -8,7 +8,7 @@ imports matplotlib when it draws.
 
 from __future__ import annotations
 
-from matcond.figures.catalog import FIGURES, STATISTICS, Figure
+from matcond.figures.catalog import FIGURES, Figure, caption
 
 PREFIX = "overview_"
 CATEGORY = "Other experiments"
@@ -19,10 +19,8 @@ def overview_figure(experiment: str) -> Figure:
     return Figure(
         (experiment,),
         CATEGORY,
-        f"Experiment {experiment}, which no figure of the catalog draws: the error of each "
-        "component of the product matrix at the last epoch, one point per setting of the "
-        "experiment (a colour each, named by the settings it varies). " + STATISTICS,
         module="overview",
+        caption=caption("overview", experiment=experiment),
     )
 
 
