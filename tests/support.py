@@ -12,12 +12,13 @@ SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 CHECKOUT_PARTS = ("Snakefile", "workflow", "scripts", "config", "profiles", "envs", "src")
 
 
-def copy_of_repo(root: Path) -> Path:
+def copy_of_repo(root: Path, parts: tuple[str, ...] = CHECKOUT_PARTS) -> Path:
     """The workflow and its package copied to ``root``, a checkout of its own (no results,
-    no egg-info): its Snakefile runs its own ``src/``."""
-    root.mkdir(parents=True)
+    no egg-info): its Snakefile runs its own ``src/``. Without ``src`` in ``parts`` the copy
+    runs the installed package."""
+    root.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("*.egg-info", "__pycache__")
-    for part in CHECKOUT_PARTS:
+    for part in parts:
         if (REPO / part).is_dir():
             shutil.copytree(REPO / part, root / part, ignore=ignore)
         else:

@@ -468,10 +468,9 @@ def hostile_report(finished, tmp_path_factory) -> Path:
     carry hostile text: exp2_optimizer's description (it reaches every job's params, which
     the report keeps inside a <script>) and claim exp2_overall_sgd's statement and place
     (Fig. 2's caption, reST) end a script and start one, and a directive includes a file."""
-    root = tmp_path_factory.mktemp("hostile")
-    for part in ["Snakefile", "workflow", "scripts", "config"]:
-        copy = shutil.copytree if (REPO / part).is_dir() else shutil.copy
-        copy(REPO / part, root / part)
+    root = copy_of_repo(
+        tmp_path_factory.mktemp("hostile"), ("Snakefile", "workflow", "scripts", "config")
+    )
     secret = root / "secret.txt"
     secret.write_text("SECRET-FILE-CONTENT")
     directive = f"\n\n.. raw:: html\n   :file: {secret}\n\nafter"

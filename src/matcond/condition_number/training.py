@@ -115,7 +115,9 @@ def all_finite(t: torch.Tensor) -> torch.Tensor:
     return finite
 
 
-def _snapshots(model: Model, offset: torch.Tensor | None = None) -> list[dict[str, np.ndarray]]:
+def _matrices_per_seed(
+    model: Model, offset: torch.Tensor | None = None
+) -> list[dict[str, np.ndarray]]:
     """Each seed's recorded matrices as float64 numpy arrays; ``offset`` (seeds x ...) is
     added to the product in float64 (W* to a model that holds W - W*)."""
     with torch.no_grad():
@@ -217,13 +219,14 @@ def train(
     want_gradient = spec["record_gradients"] and set(targets[0]) == {"product"}
     shape = (spec["batch_size"], *kind.input_shape(spec))
 
-    initial = _snapshots(model)
+    initial = _matrices_per_seed(model)
     if as_error:
         with torch.no_grad():
             model.layers[0].sub_(tensors["product"])
 
     def snapshots() -> list[dict[str, np.ndarray]]:
-        return _snapshots(model, tensors["product"] if as_error else None)
+        """Each seed's matrices now, the product as W even where the model holds W - W*."""
+        return _matrices_per_seed(model, tensors["product"] if as_error else None)
 
     final: list[dict[str, np.ndarray] | None] = [None] * len(specs)
     diverged_epoch: list[int | None] = [None] * len(specs)
