@@ -14,7 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import REPO, SNAKEMAKE
+import torch
+import yaml
+from support import REPO, SMALL_CONFIG, SNAKEMAKE
 from threadpoolctl import threadpool_limits
 
 from matcond.execution.jobserver import SERVER_THREADS
@@ -29,7 +31,6 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         os.environ.setdefault(variable, value)
     threadpool_limits(1)  # what this worker has loaded already
 
-SMALL_CONFIG = REPO / "config" / "test" / "config.yaml"
 # The test files that take longest, in that order, go to the workers first (longest processing
 # time first; `--no-loadscope-reorder` in pyproject.toml keeps this order, where pytest-xdist
 # would start the files with the most tests first and these last): the SLURM workflow tests
@@ -38,7 +39,7 @@ SMALL_CONFIG = REPO / "config" / "test" / "config.yaml"
 LONGEST_FIRST = (
     "slurm/test_workflow_slurm.py",
     "test_resilience.py",
-    "gauss_newton/test_gn_workflow.py",
+    "gn_experiments/test_sweeps.py",
     "execution/test_jobserver.py",
     "test_workflow.py",
     "pipeline/test_config_files.py",
@@ -105,6 +106,22 @@ def spec() -> dict:
     """A small, fully specified trial (the schema's defaults at d = 8, seed 0)."""
     config = validate_config({"experiments": {"x": {"seeds": 1}}})
     return {**config["defaults"], "dim": 8, "seed": 0}
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module's tests, as the rules use (tiny problems: threads only
+    contend); the GN rooms' conftests use it for every test."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def gn_config() -> dict:
+    """The validated ``gauss_newton`` block of the small config."""
+    return validate_config(yaml.safe_load(SMALL_CONFIG.read_text()))["gauss_newton"]
 
 
 @pytest.fixture(scope="session")

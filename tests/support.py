@@ -9,6 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+SMALL_CONFIG = REPO / "config" / "test" / "config.yaml"  # the small run's
 CHECKOUT_PARTS = ("Snakefile", "workflow", "scripts", "config", "profiles", "envs", "src")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 DIGITS_CLASSES = 10
-DIGITS_ROWS = 1797  # scikit-learn's digits (tests/gauss_newton check it)
+DIGITS_ROWS = 1797  # scikit-learn's digits (tests/gn_experiments check it)
 DIGITS_SCALE = 16.0
 Settings = Mapping[str, Any]
 

@@ -14,9 +14,8 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import TEST_CONFIG
 from gn_cases import assert_bound_holds, rel
-from support import REPO, run_snakemake
+from support import REPO, SMALL_CONFIG, run_snakemake
 
 from matcond.figures.catalog import FIGURES as CATALOG
 from matcond.figures.drawing import FIGURES
@@ -350,7 +349,7 @@ def test_the_schema_offers_the_exp7_models():
 # ---------------------------------------------------------------------------- end to end
 
 
-def snakemake(workdir: Path, *args: str, config: Path = TEST_CONFIG) -> str:
+def snakemake(workdir: Path, *args: str, config: Path = SMALL_CONFIG) -> str:
     """Run snakemake on ``config``; ``args`` (options, then targets) come last."""
     proc = run_snakemake(workdir, "--cores", "2", *args, configfile=config)
     return proc.stdout + proc.stderr
@@ -387,7 +386,7 @@ def test_end_to_end_on_the_test_config(small_run, gn_config):
         assert_bounds_hold(table)
     # nothing reruns without an edit; editing one sweep reruns that sweep and its figure only
     assert "Nothing to be done" in snakemake(small_run, "-n", *targets)
-    edited = yaml.safe_load(TEST_CONFIG.read_text())
+    edited = yaml.safe_load(SMALL_CONFIG.read_text())
     edited["gauss_newton"]["sweeps"]["fig6_leaky_width"]["seeds"] = 3
     edited_file = small_run / "edited-gn.yaml"  # tests/test_workflow.py dry-runs its own
     edited_file.write_text(yaml.safe_dump(edited))
@@ -415,7 +414,7 @@ def test_a_config_of_one_gn_sweep_only_runs_and_reports(tmp_path):
     """The fourth kind of config (beside the paper's, the small one and weights only): one
     Gauss-Newton sweep, no experiment. It runs, and its report builds with the sweep's figure
     and says that no claim is checked."""
-    config = yaml.safe_load(TEST_CONFIG.read_text())
+    config = yaml.safe_load(SMALL_CONFIG.read_text())
     sweep = {"fig2_depth": config["gauss_newton"]["sweeps"]["fig2_depth"]}
     gn = {**config["gauss_newton"], "sweeps": sweep}
     (tmp_path / "gn.yaml").write_text(yaml.safe_dump({"experiments": {}, "gauss_newton": gn}))

@@ -1,4 +1,5 @@
-"""Random small networks and data for the Gauss-Newton tests (float64, seeded)."""
+"""Random small networks and data for the Gauss-Newton tests (float64, seeded): tests/gauss_newton
+and tests/gn_experiments."""
 
 from __future__ import annotations
 
