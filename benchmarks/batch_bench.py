@@ -22,8 +22,8 @@ import torch
 import yaml
 
 from matcond.condition_number.run import run_trials
-from matcond.pipeline.config import validate_config
-from matcond.pipeline.trials import all_trials
+from matcond.core.config import validate_config
+from matcond.core.trials import all_trials
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = [

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from matcond.condition_number.batching import block_mem_mb, trial_host_mb
-from matcond.pipeline.config import validate_config
+from matcond.core.config import validate_config
 
 SETTINGS = {
     "linear": {},

@@ -98,7 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", action="append", help="groups x trials, e.g. 657x940")
     args = parser.parse_args()
-    # what the workflow's jobs get: BLAS on one thread (matcond.execution.jobserver)
+    # what the workflow's jobs get: BLAS on one thread (matcond.server.jobserver)
     with threadpool_limits(1):
         for shape in args.shape or SHAPES:
             groups, size = map(int, shape.split("x"))

@@ -22,8 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from matcond.condition_number.batching import seeds_side_by_side
 from matcond.condition_number.run import run_trials
-from matcond.pipeline.config import load_yaml, validate_config
-from matcond.pipeline.trials import all_trials
+from matcond.core.config import load_yaml, validate_config
+from matcond.core.trials import all_trials
 
 
 def cells() -> tuple[dict[str, dict], Counter, int]:

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 def training_request(spec: dict, out: Path) -> dict:
     """The request of a training job of one trial (``spec``, saving its weights) whose files
     go to ``out``."""
-    from matcond.pipeline.trials import Block, Trial
+    from matcond.core.trials import Block, Trial
 
     out.mkdir(parents=True, exist_ok=True)
     trial = Trial(json.dumps(spec, sort_keys=True))
@@ -58,8 +58,8 @@ def trial_files(directory: Path) -> dict[str, bytes]:
 
 def stress_round(server_address: str, specs: list[dict], workdir: Path) -> dict:
     """Start one job per spec at once through ``scripts/job.py``; wait for all; count them."""
-    from matcond.execution.client import ADDRESS_ENV
-    from matcond.execution.jobserver import SERVED_BY
+    from matcond.server.client import ADDRESS_ENV
+    from matcond.server.jobserver import SERVED_BY
 
     env = {**os.environ, ADDRESS_ENV: server_address}
     started = time.monotonic()
@@ -88,8 +88,8 @@ def stress_round(server_address: str, specs: list[dict], workdir: Path) -> dict:
 
 def in_process(specs: list[dict], workdir: Path) -> None:
     """The same jobs, one after another in this process."""
-    from matcond.execution.client import job_from_request
-    from matcond.execution.jobserver import execute
+    from matcond.server.client import job_from_request
+    from matcond.server.jobserver import execute
 
     for i, spec in enumerate(specs):
         execute(job_from_request(training_request(spec, workdir / f"job{i}")))
@@ -97,8 +97,8 @@ def in_process(specs: list[dict], workdir: Path) -> None:
 
 def stress(n_jobs: int, rounds: int, root: Path) -> list[dict]:
     """``rounds`` rounds of ``n_jobs`` concurrent jobs against one in-process reference."""
-    from matcond.execution.jobserver import JobServer
-    from matcond.pipeline.config import validate_config
+    from matcond.core.config import validate_config
+    from matcond.server.jobserver import JobServer
 
     defaults = validate_config({"experiments": {"x": {"seeds": 1}}})["defaults"]
     specs = [{**defaults, "dim": 8, "epochs": 20, "seed": s} for s in range(n_jobs)]

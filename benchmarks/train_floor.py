@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 from matcond.condition_number.batching import seeds_side_by_side
 from matcond.condition_number.run import run_trials
 from matcond.condition_number.training import record_epochs
-from matcond.pipeline.config import validate_config
+from matcond.core.config import validate_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from batch_bench import REPO, paper_defaults  # noqa: E402

@@ -17,7 +17,7 @@ import torch
 
 from matcond.condition_number.depth_theory import predicted_kappa_errors
 from matcond.condition_number.run import run_trials
-from matcond.pipeline.config import validate_config
+from matcond.core.config import validate_config
 
 PAPER = {1: 0.24, 2: 653.0, 3: 13167.0}  # the paper's means (its Table/Fig. 7, §4.7)
 DIM = 64

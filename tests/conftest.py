@@ -19,13 +19,13 @@ import yaml
 from support import REPO, SMALL_CONFIG, SNAKEMAKE
 from threadpoolctl import threadpool_limits
 
-from matcond.execution.jobserver import SERVER_THREADS
-from matcond.pipeline.config import validate_config
+from matcond.core.config import validate_config
+from matcond.server.jobserver import SERVER_THREADS
 
 # Under pytest-xdist every worker, and every process a test starts (Snakemake, its jobs), runs
 # BLAS and OpenMP on one thread: left alone, each worker's OpenBLAS and torch start a thread
 # per core, and on two cores the workers' threads spin against one another (the workflow's
-# jobs are held to their own `threads` the same way, matcond.execution.jobserver).
+# jobs are held to their own `threads` the same way, matcond.server.jobserver).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     for variable, value in SERVER_THREADS.items():
         os.environ.setdefault(variable, value)
@@ -40,9 +40,9 @@ LONGEST_FIRST = (
     "slurm/test_workflow_slurm.py",
     "test_resilience.py",
     "gn_experiments/test_sweeps.py",
-    "execution/test_jobserver.py",
+    "server/test_jobserver.py",
     "test_workflow.py",
-    "pipeline/test_config_files.py",
+    "core/test_config_files.py",
     "pipeline/test_fingerprints.py",
     "own_weights/test_own_weights.py",
 )
@@ -51,7 +51,7 @@ LONGEST_FIRST = (
 # What makes a test an end-to-end one (marker `workflow`; `pytest -m "not workflow"` is the
 # fast loop): starting one of these programs or modules. A test not so marked that starts
 # one fails, saying so (:func:`_end_to_end_tests_carry_their_marker`), so the mark stays true.
-END_TO_END = ("snakemake", "mkdocs", "matcond.execution.jobserver", "slurmctld", "sbatch", "pip")
+END_TO_END = ("snakemake", "mkdocs", "matcond.server.jobserver", "slurmctld", "sbatch", "pip")
 _RUNNING: list = [None]  # the test being set up, run or torn down (its fixtures' too)
 
 

@@ -132,8 +132,8 @@ def test_the_configuration_reference_names_every_key_of_the_schema(site):
 def test_the_experiments_page_lists_every_experiment_of_the_paper_config(site):
     """Built from the config (docs/hooks/experiments_page.py): each experiment once, with
     its description, its trial count and the figures drawn from its tables."""
-    from matcond.pipeline.config import load_yaml, validate_config
-    from matcond.pipeline.trials import all_trials
+    from matcond.core.config import load_yaml, validate_config
+    from matcond.core.trials import all_trials
 
     config = validate_config(load_yaml(REPO / "config" / "config.yaml"))
     trials = all_trials(config)
@@ -169,9 +169,9 @@ def test_the_paper_runs_figures_are_shown_without_a_run(site):
     """docs/hooks/paper_run_page.py: every figure of the paper config is kept in
     docs/paper-run/figures/ (scripts/snapshot_paper_run.py) and shown on its page with its
     caption; the run's claims page is on the site beside it."""
-    from matcond.pipeline.config import load_yaml, validate_config
+    from matcond.core.config import load_yaml, validate_config
+    from matcond.core.trials import all_trials
     from matcond.pipeline.plan import Plan
-    from matcond.pipeline.trials import all_trials
 
     config = validate_config(load_yaml(REPO / "config" / "config.yaml"))
     drawn = set(Plan(config, all_trials(config)).drawn)

@@ -8,7 +8,7 @@ import re
 import pytest
 from support import REPO
 
-from matcond.pipeline.config import load_yaml
+from matcond.core.config import load_yaml
 
 DOCS = REPO / "docs"
 PAPER = load_yaml(REPO / "config" / "config.yaml")

@@ -11,7 +11,8 @@ import pytest
 from support import REPO
 
 from matcond.claims.check import OWN, claim_source
-from matcond.execution.client import SCRIPT_SAFE, _script_safe, script_safe_json
+from matcond.core.config import load_yaml, validate_config
+from matcond.core.trials import all_trials
 from matcond.figures.captions import (
     CAPTION_TEXT_CHARS,
     CLIPPED,
@@ -21,8 +22,7 @@ from matcond.figures.captions import (
     trial_settings,
 )
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.config import load_yaml, validate_config
-from matcond.pipeline.trials import all_trials
+from matcond.server.client import SCRIPT_SAFE, _script_safe, script_safe_json
 
 FIGURE_RST = (REPO / "workflow" / "report" / "figure.rst").read_text()
 

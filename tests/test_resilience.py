@@ -23,7 +23,7 @@ import pytest
 import yaml
 from support import REPO, run_snakemake, snakemake_command
 
-from matcond.pipeline.config import load_yaml
+from matcond.core.config import load_yaml
 
 pytestmark = pytest.mark.workflow  # runs interrupted, damaged and rerun, end to end
 

@@ -18,12 +18,12 @@ from support import REPO, SNAKEMAKE, copy_of_repo, run_snakemake
 
 from matcond.claims.evaluate import CLAIM_COLUMNS, VERDICTS
 from matcond.claims.readings import SENSITIVITY_COLUMNS
+from matcond.core.config import load_yaml, validate_config
+from matcond.core.trials import all_trials, blocks_of
 from matcond.figures.captions import report_label
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import entry
-from matcond.pipeline.config import load_yaml, validate_config
 from matcond.pipeline.plan import Plan
-from matcond.pipeline.trials import all_trials, blocks_of
 
 pytestmark = pytest.mark.workflow  # the whole small config runs (and reruns) end to end
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matcond.pipeline.config import load_yaml, validate_config
+from matcond.core.config import load_yaml, validate_config
+from matcond.core.trials import all_trials
 from matcond.pipeline.plan import Plan
-from matcond.pipeline.trials import all_trials
 
 PAGE = "experiments.md"
 EXPERIMENTS = "<!-- the experiments table: docs/hooks/experiments_page.py -->"

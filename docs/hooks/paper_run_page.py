@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matcond.figures.captions import figure_title, report_label
+from matcond.claims.check import figure_title
+from matcond.figures.captions import report_label
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import entry
 

@@ -9,7 +9,6 @@ import pytest
 import yaml
 from support import REPO
 
-from matcond.claims.arms import falling_share, kappa_error_without_rank_cut
 from matcond.claims.check import (
     GN_PAPER,
     OWN,
@@ -37,8 +36,9 @@ from matcond.claims.readings import (
     readings_summary,
     with_sensitivity,
 )
-from matcond.pipeline.config import ConfigError, load_yaml, validate_config
-from matcond.pipeline.trials import config_cells
+from matcond.core.arms import falling_share, kappa_error_without_rank_cut
+from matcond.core.config import ConfigError, load_yaml, validate_config
+from matcond.core.trials import config_cells
 from matcond.stats.summary import bootstrap_ci
 
 SEEDS = 12

@@ -10,12 +10,12 @@ import pytest
 import torch
 from support import REPO
 
-from matcond.claims.arms import DERIVED as SELECTION_DERIVED
 from matcond.claims.check import DERIVED, load_schema, validate_claims
 from matcond.claims.measure import DEFAULT_THRESHOLD, REDUCE
 from matcond.condition_number.run import RESULT_COLUMNS, run_trial
 from matcond.condition_number.theory import PREDICTED
-from matcond.pipeline.config import ConfigError, load_yaml
+from matcond.core.arms import DERIVED as SELECTION_DERIVED
+from matcond.core.config import ConfigError, load_yaml
 from matcond.stats.summary import STATISTICS
 
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")
@@ -359,8 +359,8 @@ def test_a_setting_no_table_stores_is_refused_before_the_run():
     value has no column to select on: refused at parse time, not "not comparable" after the
     run (as the momentum checks' first claims were, selecting nesterov: false)."""
     from matcond.claims.check import check_setting_columns, table_settings
-    from matcond.pipeline.config import validate_config
-    from matcond.pipeline.trials import config_cells, swept_settings
+    from matcond.core.config import validate_config
+    from matcond.core.trials import config_cells, swept_settings
 
     config = validate_config(
         {

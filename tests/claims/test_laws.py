@@ -10,7 +10,7 @@ import pytest
 from support import REPO
 
 from matcond.claims.evaluate import evaluate
-from matcond.pipeline.config import load_yaml
+from matcond.core.config import load_yaml
 
 SEEDS = 200
 
@@ -160,7 +160,7 @@ def test_every_claim_that_names_a_direction_states_it():
 
 def test_a_claim_names_the_devices_its_trials_trained_on():
     """Issue 58: the claims table says where each setting ran (a block's manifest records it,
-    matcond.pipeline.files.read_trials adds it to the trial tables); arms on two devices
+    matcond.core.files.read_trials adds it to the trial tables); arms on two devices
     name both, a table without the column names none."""
     claim = law_claim(2.0)
     tables = heavy_tables(2.0)

@@ -24,7 +24,7 @@ from collections import Counter
 import pytest
 from support import REPO
 
-from matcond.pipeline.config import load_yaml
+from matcond.core.config import load_yaml
 
 PAPERS = REPO.parent / "shared" / "papers"
 DOCUMENTS = [

@@ -15,8 +15,8 @@ import pytest
 from support import REPO
 
 from matcond.claims.markdown import scorecard, summary_markdown
-from matcond.pipeline.config import load_yaml
-from matcond.pipeline.trials import format_value
+from matcond.core.config import load_yaml
+from matcond.core.trials import format_value
 
 README = (REPO / "README.md").read_text()
 # the README and every page of the docs (docs/paper-run/summary.md is checked whole, below)

@@ -17,7 +17,7 @@ from matcond.condition_number.batching import (
 from matcond.condition_number.models import MODELS
 from matcond.condition_number.run import run_trials
 from matcond.condition_number.training import build_model, record_epochs
-from matcond.pipeline.config import validate_config
+from matcond.core.config import validate_config
 
 DEFAULTS = validate_config({"experiments": {"x": {"seeds": 1}}})["defaults"]
 

@@ -1,4 +1,4 @@
-"""Training in blocks of seeds (matcond.pipeline.trials.Block,
+"""Training in blocks of seeds (matcond.core.trials.Block,
 matcond.condition_number.run.run_block_job): how seeds are cut into blocks, and that a trial's files
 never depend on the block it ran in."""
 
@@ -10,9 +10,9 @@ import yaml
 from support import REPO
 
 from matcond.condition_number import batching, run
-from matcond.pipeline.config import validate_config
-from matcond.pipeline.files import read_manifest
-from matcond.pipeline.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
+from matcond.core.config import validate_config
+from matcond.core.files import read_manifest
+from matcond.core.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
 
 
 def small_trials() -> dict[str, list[Trial]]:

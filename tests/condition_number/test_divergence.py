@@ -47,7 +47,7 @@ def test_divergence_is_counted_and_the_run_completes(tmp_path):
 
 
 def test_the_run_s_last_line_says_which_experiments_diverged():
-    from matcond.claims.arms import divergence_summary
+    from matcond.core.arms import divergence_summary
 
     diverged = pd.DataFrame(
         {

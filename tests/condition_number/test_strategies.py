@@ -14,8 +14,8 @@ from matcond.condition_number.strategies import (
     svd_correct,
 )
 from matcond.condition_number.training import build_model, init_layer
-from matcond.pipeline.config import load_schema
-from matcond.pipeline.trials import choice_params
+from matcond.core.config import load_schema
+from matcond.core.trials import choice_params
 
 CPU = torch.device("cpu")
 

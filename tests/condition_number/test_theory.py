@@ -10,7 +10,7 @@ from support import REPO
 
 from matcond.condition_number import theory
 from matcond.condition_number.theory import HELD_OUT_CELLS, HELD_OUT_RANGES, held_out_cells
-from matcond.pipeline.config import load_yaml, validate_config
+from matcond.core.config import load_yaml, validate_config
 
 D, STEPS, BATCH, LR, NOISE, INIT = 24, 150, 16, 0.02, 0.05, 1e-3
 

@@ -11,6 +11,7 @@ import pytest
 from support import REPO
 
 from matcond.claims.check import paper_values
+from matcond.core.config import load_yaml
 from matcond.figures import controls, depth, gn_training, paper
 from matcond.figures import style as style_module
 from matcond.figures.axes import (
@@ -21,7 +22,6 @@ from matcond.figures.axes import (
     is_integer_axis,
 )
 from matcond.figures.style import PAPER_COMPONENTS, PAPER_VALUES, figure
-from matcond.pipeline.config import load_yaml
 
 # words of an axis label that name an integer quantity: such an axis must be marked integer
 INTEGER_WORDS = ("depth", "epoch", "dim", "dimension", "width", "batch size", "layer l")

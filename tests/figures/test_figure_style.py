@@ -11,6 +11,7 @@ from support import REPO
 
 from matcond.claims.check import paper_values
 from matcond.claims.evaluate import VERDICTS
+from matcond.core.config import load_yaml
 from matcond.figures import paper as paper_figures
 from matcond.figures.controls import VERDICT_COLORS
 from matcond.figures.marks import OURS_BAND_LABEL, mark_paper, paper_rows
@@ -23,7 +24,6 @@ from matcond.figures.style import (
     median_line,
 )
 from matcond.jobs.plot import with_accepted_values
-from matcond.pipeline.config import load_yaml
 from matcond.stats.heavy_tail import accepted_values
 
 CLAIMS = load_yaml(REPO / "config" / "claims.yaml")

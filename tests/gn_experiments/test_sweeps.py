@@ -17,6 +17,9 @@ import yaml
 from gn_cases import assert_bound_holds, rel
 from support import REPO, SMALL_CONFIG, run_snakemake
 
+from matcond.core.config import load_yaml, validate_config
+from matcond.core.files import write_parquet
+from matcond.core.gn_data import DIGITS_ROWS
 from matcond.figures.catalog import FIGURES as CATALOG
 from matcond.figures.drawing import FIGURES
 from matcond.gauss_newton import (
@@ -27,7 +30,7 @@ from matcond.gauss_newton import (
     reference_gn_spectrum,
 )
 from matcond.gauss_newton.reference import data_span_factor
-from matcond.gn_experiments.data import DIGITS_ROWS, digits_data, make_inputs, whiten
+from matcond.gn_experiments.data import digits_data, make_inputs, whiten
 from matcond.gn_experiments.exp7 import EXP7_MODELS, EXP7_ROW_COLUMNS, exp7_rows, exp7_table
 from matcond.gn_experiments.networks import kaiming_normal, one_hidden_linear
 from matcond.gn_experiments.records import leaky_record
@@ -37,8 +40,6 @@ from matcond.gn_experiments.sweeps import (
     SWEEPS,
     run_sweep,
 )
-from matcond.pipeline.config import load_yaml, validate_config
-from matcond.pipeline.files import write_parquet
 
 pytestmark = pytest.mark.workflow  # the Gauss-Newton rules end to end
 
@@ -74,8 +75,7 @@ def assert_bounds_hold(table: pd.DataFrame) -> None:
 
 def test_digits_are_scaled_and_keep_only_informative_pixels():
     x, labels = digits_data()
-    assert x.shape == (1797, 61) and labels.shape == (1797,)
-    assert DIGITS_ROWS == 1797  # the config check's count of the digits
+    assert x.shape == (DIGITS_ROWS, 61) and labels.shape == (DIGITS_ROWS,)  # the config's count
     assert x.min() == 0.0 and x.max() == 1.0
     assert (x != 0).any(axis=0).all()
     assert set(labels) == set(range(10))

@@ -14,8 +14,8 @@ import yaml
 from gn_cases import rel
 from support import REPO, SNAKEMAKE
 
+from matcond.core.config import ConfigError, validate_config
 from matcond.gn_experiments.sweeps import run_sweep
-from matcond.pipeline.config import ConfigError, validate_config
 
 DEPTH = {"depths": [1, 2], "widths": [8], "width_factors": [], "seeds": 2, "whiten": [False, True]}
 

@@ -21,6 +21,7 @@ from safetensors.torch import save_file
 from support import REPO, SNAKEMAKE, run_snakemake
 
 import matcond.own_weights.metrics
+from matcond.core.config import ConfigError, load_schema, load_yaml
 from matcond.figures.own_weights import plot_own_weights
 from matcond.own_weights import full_analysis
 from matcond.own_weights.layers import MAX_ELEMENTS, skipped_entries
@@ -31,7 +32,6 @@ from matcond.own_weights.load import (
 )
 from matcond.own_weights.load import load_file as load_checkpoint
 from matcond.own_weights.metrics import MIN_EIGENVALUES, power_law_fit, result_columns
-from matcond.pipeline.config import ConfigError, load_schema, load_yaml
 
 THRESHOLDS = [0.001, 0.01, 0.1]
 RTOL = 1e-10

@@ -13,10 +13,10 @@ import torch
 from safetensors.torch import save_file
 
 import matcond
+from matcond.core.config import ConfigError
 from matcond.own_weights import full_analysis
 from matcond.own_weights.layers import canonical_names, matrices
 from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, input_files
-from matcond.pipeline.config import ConfigError
 
 D = 16  # model width
 

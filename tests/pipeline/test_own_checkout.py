@@ -65,7 +65,7 @@ def test_the_job_server_imports_the_package_of_the_process_that_starts_it(tmp_pa
     )
     script = (
         f"import sys; sys.path.insert(0, {str(copy / 'src')!r})\n"
-        "from matcond.execution.jobserver import JobServer\n"
+        "from matcond.server.jobserver import JobServer\n"
         "server = JobServer.start(rules=())\n"
         "assert server is not None\n"
         "server.stop()\n"

@@ -6,10 +6,10 @@ from support import REPO
 
 from matcond.claims.check import DEPTH_TABLE
 from matcond.condition_number.batching import block_mem_mb
+from matcond.core.config import ConfigError, load_yaml, validate_config
+from matcond.core.trials import all_trials
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.config import ConfigError, load_yaml, validate_config
 from matcond.pipeline.plan import Plan
-from matcond.pipeline.trials import all_trials
 
 
 def plan_of(config: dict) -> Plan:

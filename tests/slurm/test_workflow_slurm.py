@@ -31,8 +31,8 @@ import yaml
 from slurmcluster import SlurmCluster
 from support import REPO, SNAKEMAKE
 
-from matcond.execution.jobserver import SERVED_BY
-from matcond.pipeline.config import load_yaml
+from matcond.core.config import load_yaml
+from matcond.server.client import SERVED_BY
 
 pytestmark = pytest.mark.workflow  # the workflow on a SLURM test cluster
 

@@ -8,7 +8,7 @@ from matcond.claims.check import (
 )
 from matcond.figures.captions import config_notes
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-from matcond.pipeline.console import note
+from matcond.core.console import note
 
 if workflow.is_main_process:
     try:

@@ -15,11 +15,11 @@ from matcond.claims.check import (
     settings_differences,
     table_settings,
 )
-from matcond.execution.client import job_params
+from matcond.server.client import job_params
 from matcond.figures.captions import report_caption, report_label
 from matcond.figures.overview import entry
 from matcond.own_weights.load import check_checkpoint_paths
-from matcond.pipeline.config import (
+from matcond.core.config import (
     ConfigError,
     check_command_line,
     command_line_values,
@@ -35,7 +35,7 @@ from matcond.pipeline.plan import (
     Plan,
     gn_mem_mb,
 )
-from matcond.pipeline.trials import all_trials, cells_of, config_cells, swept_settings
+from matcond.core.trials import all_trials, cells_of, config_cells, swept_settings
 
 PAPER_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 
@@ -65,8 +65,8 @@ try:
     # start, a SLURM job's included)
     if not workflow.config_settings.configfiles:
         update_config(config, CONFIG_FILES[PAPER_CONFIG.resolve()])
-    # --config values arrive with every scalar a string (matcond.pipeline.config.command_line_values)
-    # (their depth checked first: matcond.pipeline.config.check_depth)
+    # --config values arrive with every scalar a string (matcond.core.config.command_line_values)
+    # (their depth checked first: matcond.core.config.check_depth)
     _values = command_line_values(dict(workflow.config_settings.config))
     check_command_line(sys.argv)
     update_config(config, _values)
@@ -105,7 +105,7 @@ def rule_params(rule, **params):
     """The params of rule `rule` (constants or functions of the wildcards), its `code`
     fingerprint (the hash of its job module, matcond.jobs.<rule>, and of the package modules
     that imports, matcond.pipeline.fingerprints: editing them reruns the rule) and its `job`: the
-    request that JOB sends (matcond.execution.client). The fingerprint is computed for the
+    request that JOB sends (matcond.server.client). The fingerprint is computed for the
     first job of the rule, not at parse time: the Snakemake that a SLURM job starts for one
     block hashes the training code only (0.07 s instead of 0.4 s for every rule's)."""
     return job_params(rule, config, **params, code=lambda wildcards: rule_code(rule))
@@ -170,7 +170,7 @@ def trial_manifest(wildcards):
 
 
 def experiment_trials_json(wildcards):
-    """The experiment's trials (matcond.pipeline.trials.seeds_by_cell) as JSON."""
+    """The experiment's trials (matcond.core.trials.seeds_by_cell) as JSON."""
     return json.dumps(PLAN.experiment_cells(wildcards.experiment))
 
 

@@ -3,12 +3,12 @@
 # set aside before the DAG is built.
 import atexit
 
-from matcond.execution.client import ADDRESS_ENV
+from matcond.server.client import ADDRESS_ENV
 from matcond.execution.joblog import RUN_PID_ENV
-from matcond.execution.jobserver import JobServer, slurm_group_rules
+from matcond.server.jobserver import JobServer, slurm_group_rules
 from matcond.execution.slurm import slurm_problem
-from matcond.pipeline.config import check_results_dir, results_dir_problem
-from matcond.pipeline.console import note, say
+from matcond.core.config import check_results_dir, results_dir_problem
+from matcond.core.console import note, say
 from matcond.pipeline.damage import by_block, damaged_files, query_only, set_aside
 from matcond.pipeline.runlock import hold_run_lock, lock_problem
 from matcond.pipeline.run_record import (
@@ -18,7 +18,7 @@ from matcond.pipeline.run_record import (
     write_run_config,
 )
 
-# The job server (matcond.execution.jobserver) of a local run, or of a SLURM group job; its
+# The job server (matcond.server.jobserver) of a local run, or of a SLURM group job; its
 # address reaches the jobs through the environment they inherit.
 JOB_SERVERS = []
 
@@ -79,7 +79,7 @@ onsuccess:
     stop_job_servers()
     if Path(DIVERGED_TABLE).exists():  # the one-line summary of diverged trials
         import pandas as pd
-        from matcond.claims.arms import divergence_summary
+        from matcond.core.arms import divergence_summary
 
         say(
             divergence_summary(

@@ -1,5 +1,5 @@
 rule train:
-    """Train one block of seeds of one setting (matcond.pipeline.trials.Block): a table per trial
+    """Train one block of seeds of one setting (matcond.core.trials.Block): a table per trial
     (results/trials/{setting}/seed{s}.parquet, and the weights of the trials that save them),
     then the block's manifest, which lists those files with their sizes and SHA-256.
 

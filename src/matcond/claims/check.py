@@ -15,13 +15,13 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 
+from matcond.core import config
+from matcond.core.config import ConfigError, did_you_mean, raise_first_error
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX, SWEEP_COLUMNS
-from matcond.pipeline import config
-from matcond.pipeline.config import ConfigError, did_you_mean, raise_first_error
 
 SCHEMA_PATH = config.SCHEMA_PATH.with_name("claims.schema.yaml")
 CLAIMS_FILE = "config/claims.yaml"
-# The derived components (the keys of matcond.claims.arms.DERIVED) and the rows of the spectrum
+# The derived components (the keys of matcond.core.arms.DERIVED) and the rows of the spectrum
 # recorded with record_gradients (matcond.condition_number.run).
 DERIVED = (
     "gradient_ratio",
@@ -47,6 +47,17 @@ _Validator = validators.extend(
         ),
     ),
 )
+
+
+def figure_title(name: str) -> str:
+    """Figure ``name``'s paper name ("GN Fig. 10: linear training") or, for an extension,
+    its own name."""
+    if match := re.fullmatch(r"(gn_)?fig(\d+)_(.*)", name):
+        paper = f"{'GN ' if match.group(1) else ''}Fig. {match.group(2)}"
+        return f"{paper}: {match.group(3).replace('_', ' ')}"
+    if match := re.fullmatch(r"gn_app(\w)_(.*)", name):
+        return f"GN App. {match.group(1)}: {match.group(2).replace('_', ' ')}"
+    return name
 
 
 def claim_source(claim: dict) -> str:
@@ -81,7 +92,7 @@ def paper_values(claims: dict, tables: Collection[str]) -> list[dict]:
     gives a finite value or range. Keys: ``table``, ``source`` (paper, slides, peer review, GN
     paper), ``low`` and ``high`` (equal for a single value), ``field`` (what is read: ``error``
     unless the claim says otherwise) and the claim's filter, with the defaults of
-    :func:`matcond.claims.arms.arm` made explicit (the product matrix; no epoch is the last);
+    :func:`matcond.core.arms.arm` made explicit (the product matrix; no epoch is the last);
     for a mean on a per-trial table whose paper's number of trials is known, ``claim`` (the
     claim itself), ``pool`` and ``paper_n`` (:func:`heavy_tail_setting`), from which the plot
     job draws where a mean of that many of our trials falls.
@@ -273,7 +284,7 @@ def check_setting_columns(
 ) -> None:
     """Raise ConfigError, naming the claim and the field, where a claim selects on a trial
     setting that its experiment's tables have no column for: one it does not vary (``swept``:
-    per experiment :func:`matcond.pipeline.trials.swept_settings`) and whose trials keep it at
+    per experiment :func:`matcond.core.trials.swept_settings`) and whose trials keep it at
     its neutral value, so none stores it (``settings``: :func:`table_settings`). Such a claim
     would find no rows after the whole run ("not comparable")."""
     names = set(load_schema()["$defs"]["setting"]["enum"])
@@ -312,7 +323,7 @@ def pool_mismatches(heavy_tail: dict, settings: dict[str, list[dict]]) -> list[s
 
 def table_settings(cells: dict[str, list[dict]], sweeps: dict[str, dict]) -> dict[str, list[dict]]:
     """The settings behind each table a claim can read: per experiment of ``cells``
-    (:func:`matcond.pipeline.trials.config_cells`) one spec per setting, without its seed; per
+    (:func:`matcond.core.trials.config_cells`) one spec per setting, without its seed; per
     GN sweep of ``sweeps`` (config key ``gauss_newton.sweeps``) its settings without the
     number of seeds. The number of seeds is no setting: it changes the interval, not what is
     measured."""

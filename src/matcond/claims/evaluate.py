@@ -7,7 +7,7 @@ recorded epoch and component). An *arm* is one value per trial: the rows matchin
 (setting values, ``component``, ``matrix`` — ``product`` unless given) at one epoch (the
 table's last unless ``epoch`` is given), field ``error`` unless ``field`` says ``trained`` or
 ``target``. Trials that diverged, and non-finite values, are left out. A derived component
-(:data:`matcond.claims.arms.DERIVED`) is one value per trial computed from its rows:
+(:data:`matcond.core.arms.DERIVED`) is one value per trial computed from its rows:
 ``gradient_ratio`` the median over epochs >= 1 of |dL/d sigma_1| / |dL/d sigma_min| (exp3),
 ``log_kappa_autocorrelation``, ``kappa_error_without_rank_cut`` (the κ error of a low-rank
 target as the peer review read it).
@@ -15,7 +15,7 @@ target as the peer review read it).
 A claim is the condition-number paper's (its text, slides, review), the Gauss-Newton paper's
 (a claim on a GN sweep's table, ``gn_{sweep}``) or our own check (theory, controls):
 ``source``, :func:`claim_source`; each is counted apart (:func:`matcond.claims.markdown.scorecard`).
-A GN claim's arms are one value per seed of the sweep's table (:func:`matcond.claims.arms.gn_arm`):
+A GN claim's arms are one value per seed of the sweep's table (:func:`matcond.core.arms.gn_arm`):
 its filter names the table's columns and the ``field`` read (``tightness_x_upper`` allows for the
 exact κ's rounding error); with statistic ``min`` or ``max`` each seed contributes its
 extreme over every network the filter matches ("every bound holds").
@@ -65,7 +65,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from matcond.claims.arms import BOUNDED, MissingRows, cells
 from matcond.claims.check import OWN, claim_source, heavy_tail_setting
 from matcond.claims.measure import (
     DEFAULT_THRESHOLD,
@@ -77,6 +76,7 @@ from matcond.claims.measure import (
     paired_values,
     reference,
 )
+from matcond.core.arms import BOUNDED, MissingRows, cells
 from matcond.execution.forked import forked_map
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.stats import heavy_tail
@@ -260,7 +260,7 @@ def evaluate_claim(
 def _heavy_tail_applies(claim: dict, statistic: str) -> bool:
     """Whether the heavy-tail rule may apply: a claim on a per-trial table (not a GN sweep's,
     not a theory prediction) judged on means or standard deviations of a quantity not bounded
-    by construction (:data:`matcond.claims.arms.BOUNDED`)."""
+    by construction (:data:`matcond.core.arms.BOUNDED`)."""
     named = {claim.get(arm_, {}).get("component") for arm_ in ("filter", "baseline")} - {None}
     bounded = bool(named) and named <= BOUNDED  # (a claim `over` components names none)
     return (

@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from matcond.claims.arms import DERIVED, arm, gn_arm
 from matcond.claims.check import OWN, claim_source
 from matcond.condition_number import theory
+from matcond.core.arms import DERIVED, arm, gn_arm
 from matcond.gn_experiments.columns import GN_TABLE_PREFIX
 from matcond.stats.summary import STATISTICS, bootstrap_ci, headline
 

@@ -18,10 +18,9 @@ from collections.abc import Callable, Mapping
 import jinja2
 import pandas as pd
 
-from matcond.claims.check import SOURCES
+from matcond.claims.check import SOURCES, figure_title
 from matcond.claims.evaluate import VERDICTS
 from matcond.claims.markdown import interval_text, scorecard, unjudged_claims
-from matcond.figures.captions import figure_title
 
 COLOURS = {
     "reproduced": "#1a7f37",

@@ -19,8 +19,8 @@ import pandas as pd
 
 from matcond.claims.check import OWN, heavy_tail_setting
 from matcond.claims.evaluate import CLAIM_COLUMNS, evaluate_claim
+from matcond.core.trials import format_value
 from matcond.execution.forked import forked_map
-from matcond.pipeline.trials import format_value
 
 READING_COLUMNS = ["reading", "arm", *CLAIM_COLUMNS]
 GOOD = ("reproduced", "consistent")  # the verdicts that count a claim as met

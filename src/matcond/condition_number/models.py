@@ -22,15 +22,11 @@ a test.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from matcond.condition_number.targets import TARGET_STREAM, TEACHER2_STREAM, make_target
-
-if TYPE_CHECKING:
-    from matcond.condition_number.strategies import Strategy
 
 Layer = Callable[[], torch.Tensor]
 
@@ -126,8 +122,10 @@ class Model(torch.nn.Module):
         return apply(x, self.effective())
 
     @classmethod
-    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
-        """The trials' model, its layers drawn by ``layer()`` (seeds x dim x dim) in order."""
+    def build(cls, spec: dict, layer: Layer, linear: type[Model]) -> Model:
+        """The trials' model, its layers drawn by ``layer()`` (seeds x dim x dim) in order;
+        ``linear``: the class of a single matrix, :class:`Linear` or the one a strategy puts
+        in its place (``Strategy.model``, e.g. learnable multipliers)."""
         raise NotImplementedError
 
     @staticmethod
@@ -160,8 +158,8 @@ class Linear(Model):
         return self.layers[0]
 
     @classmethod
-    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
-        return strategy.model(layer())
+    def build(cls, spec: dict, layer: Layer, linear: type[Model]) -> Model:
+        return linear(layer())
 
 
 class RowColumnMultipliers(Linear):
@@ -216,7 +214,7 @@ class DeepLinear(Model):
         return out
 
     @classmethod
-    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+    def build(cls, spec: dict, layer: Layer, linear: type[Model]) -> Model:
         return cls([layer() for _ in range(spec["depth"])])
 
 
@@ -234,7 +232,7 @@ class ReluMLP(Model):
         return apply(torch.relu(apply(x, self.layers[0])), self.layers[1])
 
     @classmethod
-    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+    def build(cls, spec: dict, layer: Layer, linear: type[Model]) -> Model:
         return cls(layer(), layer())
 
     @staticmethod
@@ -278,7 +276,7 @@ class AttentionBlock(Model):
         return h + _tokens(torch.relu(_tokens(h, w1)), w2)
 
     @classmethod
-    def build(cls, spec: dict, layer: Layer, strategy: Strategy) -> Model:
+    def build(cls, spec: dict, layer: Layer, linear: type[Model]) -> Model:
         return cls(*(layer() for _ in cls.LAYERS))
 
     @classmethod

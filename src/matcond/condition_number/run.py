@@ -27,8 +27,7 @@ from matcond.condition_number.batching import seeds_side_by_side
 from matcond.condition_number.components import compare, singular_values
 from matcond.condition_number.models import teacher_weights
 from matcond.condition_number.training import TrainingOutcome, train
-from matcond.execution.devices import claim_device
-from matcond.pipeline.files import (
+from matcond.core.files import (
     SPEC_KEY,
     arrow_table,
     file_record,
@@ -38,6 +37,7 @@ from matcond.pipeline.files import (
     write_manifest,
     write_parquet,
 )
+from matcond.execution.devices import claim_device
 
 RESULT_COLUMNS = [
     "matrix",
@@ -171,7 +171,7 @@ def write_table(table, spec: dict, path: str | Path) -> None:
 
 def write_weights(weights: dict[str, np.ndarray], spec: dict, path: str | Path) -> None:
     """Write the weights as float64 safetensors (atomically), with the spec and the digest of
-    the values (:func:`matcond.pipeline.files.weights_digest`) in its metadata."""
+    the values (:func:`matcond.core.files.weights_digest`) in its metadata."""
     arrays = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in weights.items()}
     tensors = {k: torch.from_numpy(v) for k, v in arrays.items()}
     meta = weights_metadata(spec, weights_digest(arrays))
@@ -199,7 +199,7 @@ def write_benchmark(path: str | Path, wall: float, compute: float) -> None:
 
 def trial_spec(cell: dict, seed: int) -> dict:
     """The canonical spec of the trial of setting ``cell`` with ``seed`` (keys sorted, as
-    :class:`matcond.pipeline.trials.Trial` holds it): what its table and weights store."""
+    :class:`matcond.core.trials.Trial` holds it): what its table and weights store."""
     return json.loads(json.dumps({**cell, "seed": seed}, sort_keys=True))
 
 
@@ -213,7 +213,7 @@ def run_block_job(
     ``block_json``: the block's setting (``spec``, without seed), its ``seeds`` and the seeds
     whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
     go beside ``manifest`` (``seed{s}.parquet``, ``seed{s}.safetensors``) as soon as it is
-    trained; then the manifest (:func:`matcond.pipeline.files.write_manifest`) and the block's
+    trained; then the manifest (:func:`matcond.core.files.write_manifest`) and the block's
     benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on
     ``device``, the block's (``cpu`` or ``cuda``: one of ``gpu_jobs`` slots of a GPU is claimed
     for the job's lifetime, :mod:`matcond.execution.devices`), from its own generators, so its

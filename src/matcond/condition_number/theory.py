@@ -57,7 +57,7 @@ import pandas as pd
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-from matcond.claims.arms import arm, matches
+from matcond.core.arms import arm, matches
 from matcond.stats.summary import STATISTICS, bootstrap_ci, headline
 
 

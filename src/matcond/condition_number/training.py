@@ -35,7 +35,7 @@ from matcond.condition_number.models import MODELS, Model
 from matcond.condition_number.optim import SGD, make_optimizer
 from matcond.condition_number.strategies import STRATEGIES, Target
 from matcond.condition_number.targets import DATA_STREAM, INIT_STREAM, stream_seed
-from matcond.pipeline.trials import setting
+from matcond.core.trials import setting
 
 # on_record(trial index, epoch, matrices by name, loss, gradient of the loss w.r.t. the product
 # or None)
@@ -94,7 +94,8 @@ def build_model(specs: list[dict], device: torch.device) -> Model:
     def layer() -> torch.Tensor:
         return torch.stack([init_layer(s, g) for s, g in zip(specs, gens, strict=True)]).to(device)
 
-    return MODELS[specs[0]["model"]].build(specs[0], layer, STRATEGIES[specs[0]["strategy"]])
+    linear = STRATEGIES[specs[0]["strategy"]].model
+    return MODELS[specs[0]["model"]].build(specs[0], layer, linear)
 
 
 def all_finite(t: torch.Tensor) -> torch.Tensor:

@@ -1,3 +1,4 @@
-"""How jobs run, not what they compute: the job server that forks warm job processes,
-GPU claiming for concurrent jobs, and job logs. Nothing here changes a result, so no rule's
-code fingerprint includes these modules (matcond.pipeline.fingerprints)."""
+"""How jobs run, not what they compute, at the bottom with :mod:`matcond.core`: GPU claiming
+for concurrent jobs (``devices``), forked workers for a job on several cores (``forked``), job
+logs, SLURM's settings. Nothing here changes a result, so no rule's code fingerprint includes
+these modules (matcond.pipeline.fingerprints)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from matcond.claims.check import figure_title
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import entry
 
@@ -30,8 +31,8 @@ def config_notes(
     how many figures and claims are skipped because their experiments are not configured;
     a config with no experiment and no GN part (your own weights alone) gets no such count.
     """
+    from matcond.core.config import did_you_mean
     from matcond.gn_experiments.columns import GN_TABLE_PREFIX
-    from matcond.pipeline.config import did_you_mean
 
     configured = {*experiments, *gn_parts, *(GN_TABLE_PREFIX + p for p in gn_parts)}
     known = {
@@ -118,7 +119,7 @@ def trial_settings(specs: list[dict]) -> tuple[dict, list[str]]:
 
 
 def experiment_summary(trials: list) -> tuple[int, dict, list[str]]:
-    """The number of ``trials`` (:class:`matcond.pipeline.trials.Trial`) and :func:`trial_settings`
+    """The number of ``trials`` (:class:`matcond.core.trials.Trial`) and :func:`trial_settings`
     of their specs, reading one spec per setting (the trials of a setting differ in their seed
     only), so that 10^5 trials cost a few hundred parses, not 10^5."""
     first_of_cell = {}
@@ -215,17 +216,6 @@ def _paper_order(name: str) -> tuple:
     if match := re.fullmatch(r"gn_app(\w)_.*", name):
         return (1, 0, match.group(1))
     return (2, list(FIGURES).index(name), "")
-
-
-def figure_title(name: str) -> str:
-    """Figure ``name``'s paper name ("GN Fig. 10: linear training") or, for an extension,
-    its own name."""
-    if match := re.fullmatch(r"(gn_)?fig(\d+)_(.*)", name):
-        paper = f"{'GN ' if match.group(1) else ''}Fig. {match.group(2)}"
-        return f"{paper}: {match.group(3).replace('_', ' ')}"
-    if match := re.fullmatch(r"gn_app(\w)_(.*)", name):
-        return f"GN App. {match.group(1)}: {match.group(2).replace('_', ' ')}"
-    return name
 
 
 def report_label(name: str) -> str:

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
-from matcond.claims.arms import arm
 from matcond.claims.measure import THEORY_BAND
+from matcond.core.arms import arm
+from matcond.core.trials import format_value
 from matcond.figures.axes import decade_scale, integer_axis, spans_decades, sweep_axis
 from matcond.figures.marks import legend_outside
 from matcond.figures.style import (
@@ -28,7 +29,6 @@ from matcond.figures.style import (
     save,
     whiskers,
 )
-from matcond.pipeline.trials import format_value
 from matcond.stats.summary import headline
 
 LOG_KAPPA_LINEAR = 1e-3  # ctrl_spectral_reg's trace: linear within this deviation of log kappa

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from matcond.core.files import read_parquet
 from matcond.figures import controls, depth, gauss_newton, gn_training, paper
 from matcond.figures.catalog import FIGURES as CATALOG
 from matcond.figures.overview import draw_overview, entry, experiment_of
 from matcond.figures.style import PAPER_VALUES
-from matcond.pipeline.files import read_parquet
 
 MODULES = {
     "paper": paper,

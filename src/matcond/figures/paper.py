@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from matcond.claims.arms import arm
+from matcond.core.arms import arm
 from matcond.figures.axes import decade_scale, integer_axis, sweep_axis
 from matcond.figures.marks import (
     legend_entries,

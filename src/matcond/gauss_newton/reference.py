@@ -38,7 +38,7 @@ def warm_up() -> None:
     """Import what the first ``torch.func`` call imports (``torch._dynamo``, ~1.7 s), which a
     job server then does once for all the jobs it forks instead of once per job. Only an
     import: calling ``torch.func`` here would start autograd and the CUDA driver in the
-    server, which its forked children cannot use (:mod:`matcond.execution.jobserver`)."""
+    server, which its forked children cannot use (:mod:`matcond.server.jobserver`)."""
     importlib.import_module("torch._dynamo")
 
 

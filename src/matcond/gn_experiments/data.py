@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from matcond.core.gn_data import load_data_file
+
 DIGITS_CLASSES = 10
-DIGITS_ROWS = 1797  # scikit-learn's digits (tests/gn_experiments check it)
 DIGITS_SCALE = 16.0
 Settings = Mapping[str, Any]
 
@@ -49,34 +50,6 @@ def digits_images(n: int | None, whitened: bool, seed: int) -> Inputs:
     rows = subsample(x.shape[0], n, seed)
     x = x[rows].astype(np.float64) / DIGITS_SCALE
     return Inputs("digits", whitened, whiten(x) if whitened else x, DIGITS_CLASSES, labels[rows])
-
-
-def load_data_file(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, y)`` of a user's ``.npz``: ``X`` float64 ``n x d`` (finite, ``n >= 1``), ``y``
-    ``n`` integer labels (>= 0) or an ``n x k`` array of finite targets. Raises ValueError
-    saying what is wrong with the file."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as err:
-        raise ValueError(f"cannot read {path} as a NumPy .npz: {err}") from None
-    missing = [key for key in ("X", "y") if key not in arrays]
-    if missing:
-        raise ValueError(f"{path} has no array {' or '.join(missing)} (it has {sorted(arrays)})")
-    x, y = arrays["X"], arrays["y"]
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"{path}: X must be n x d with n, d >= 1, not of shape {x.shape}")
-    if not (np.issubdtype(x.dtype, np.number) and not np.iscomplexobj(x)):
-        raise ValueError(f"{path}: X must hold real numbers, not {x.dtype}")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{path}: X has {int((~np.isfinite(x)).sum())} non-finite entries")
-    if y.shape[:1] != x.shape[:1] or y.ndim not in (1, 2):
-        raise ValueError(f"{path}: y must have n = {x.shape[0]} rows (X's), not shape {y.shape}")
-    if y.ndim == 1 and not (np.issubdtype(y.dtype, np.integer) and (y >= 0).all()):
-        raise ValueError(f"{path}: a 1-D y must hold class labels (integers >= 0), not {y.dtype}")
-    if y.ndim == 2 and not (np.issubdtype(y.dtype, np.number) and np.isfinite(y).all()):
-        raise ValueError(f"{path}: a 2-D y must hold finite numbers (one target row per sample)")
-    return x.astype(np.float64), y
 
 
 def gaussian_data(n: int, d: int, seed: int = 0) -> np.ndarray:

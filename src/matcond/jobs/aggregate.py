@@ -3,8 +3,8 @@
 import json
 import sys
 
-from matcond.pipeline.files import read_trials, write_parquet
-from matcond.pipeline.trials import trial_paths
+from matcond.core.files import read_trials, write_parquet
+from matcond.core.trials import trial_paths
 from matcond.stats.summary import aggregate
 
 

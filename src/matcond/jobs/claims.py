@@ -17,8 +17,8 @@ from matcond.claims.readings import (
     readings_summary,
     with_sensitivity,
 )
-from matcond.pipeline.config import load_yaml
-from matcond.pipeline.files import read_parquet, write_parquet
+from matcond.core.config import load_yaml
+from matcond.core.files import read_parquet, write_parquet
 
 
 def main(snakemake) -> None:

@@ -7,7 +7,7 @@ import time
 import pandas as pd
 
 from matcond.condition_number.depth_theory import summary_table
-from matcond.pipeline.files import write_parquet
+from matcond.core.files import write_parquet
 
 
 def main(snakemake) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from matcond.condition_number.depth_theory import prediction_rows
-from matcond.pipeline.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
+from matcond.core.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
 
 
 def main(snakemake) -> None:

@@ -5,9 +5,9 @@ import json
 import sys
 from pathlib import Path
 
-from matcond.claims.arms import diverged_trials, divergence_summary
 from matcond.claims.page import table_page
-from matcond.pipeline.trials import trial_paths
+from matcond.core.arms import diverged_trials, divergence_summary
+from matcond.core.trials import trial_paths
 
 
 def main(snakemake) -> None:

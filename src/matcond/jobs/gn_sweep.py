@@ -6,9 +6,9 @@ import time
 
 import torch
 
+from matcond.core.files import SETTINGS_KEY, write_parquet
 from matcond.gauss_newton.reference import warm_up  # noqa: F401 (the job server calls it)
 from matcond.gn_experiments.sweeps import run_sweep
-from matcond.pipeline.files import SETTINGS_KEY, write_parquet
 
 
 def main(snakemake) -> None:

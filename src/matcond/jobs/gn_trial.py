@@ -6,8 +6,8 @@ import time
 
 import torch
 
+from matcond.core.files import SETTINGS_KEY, load_trial_weights, write_parquet
 from matcond.gn_experiments.exp7 import exp7_rows
-from matcond.pipeline.files import SETTINGS_KEY, load_trial_weights, write_parquet
 
 
 def main(snakemake) -> None:

@@ -4,8 +4,8 @@ import sys
 
 import pandas as pd
 
+from matcond.core.files import read_parquet, write_parquet
 from matcond.gn_experiments.exp7 import exp7_table
-from matcond.pipeline.files import read_parquet, write_parquet
 
 
 def main(snakemake) -> None:

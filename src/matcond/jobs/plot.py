@@ -6,11 +6,11 @@ import math
 
 import pandas as pd
 
-from matcond.claims.arms import MissingRows
 from matcond.claims.evaluate import accepted_values
+from matcond.core.arms import MissingRows
+from matcond.core.files import read_parquet
 from matcond.figures.drawing import drawing
 from matcond.figures.style import PAPER_VALUES, warm_up  # noqa: F401 the job server calls it
-from matcond.pipeline.files import read_parquet
 
 PER_TRIAL = "_per_trial"  # the suffix of a per-trial table's input name
 

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from matcond.condition_number.theory import prediction_table
-from matcond.pipeline.files import read_parquet, write_parquet
+from matcond.core.files import read_parquet, write_parquet
 
 
 def main(snakemake) -> None:

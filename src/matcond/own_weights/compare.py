@@ -103,7 +103,7 @@ def component_errors(
     are matched by layer name and must have the same shape; ValueError when no name
     matches, or for a reference of several checkpoints. Checkpoints are loaded one at a
     time."""
-    from matcond.own_weights import checkpoint_entries, single_checkpoint
+    from matcond.own_weights.checkpoints import checkpoint_entries, single_checkpoint
     from matcond.own_weights.layers import matrices
 
     def found(entries, model_config, types):

@@ -55,7 +55,7 @@ def gauss_newton_condition(
         lemma2_bound,
         linear_gn_spectrum,
     )
-    from matcond.own_weights import single_checkpoint
+    from matcond.own_weights.checkpoints import single_checkpoint
 
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, not {activation!r}")

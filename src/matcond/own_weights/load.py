@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matcond.pipeline import files
-from matcond.pipeline.config import ConfigError
-from matcond.pipeline.files import not_readable_as, safetensors_header
+from matcond.core import files
+from matcond.core.config import ConfigError
+from matcond.core.files import safetensors_header
+from matcond.core.paths import not_readable_as
 
 
 class CheckpointError(ValueError):
@@ -82,7 +83,7 @@ class Source:
 
 def read_json(path: Path) -> Any:
     """A small JSON file's content (an index, a config.json); CheckpointError naming the file
-    when it cannot be read (:func:`matcond.pipeline.files.read_json`)."""
+    when it cannot be read (:func:`matcond.core.files.read_json`)."""
     try:
         return files.read_json(path)
     except files.JSONFileError as err:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from matcond.pipeline.files import safetensors_header
+from matcond.core.files import safetensors_header
 
 # safetensors' dtype names (its format's specification) and the torch dtypes they are read as
 DTYPES = {
@@ -42,7 +42,7 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The tensors of the safetensors file at ``path`` by name. Raises ValueError for a file
-    whose header does not fit it (:func:`matcond.pipeline.files.safetensors_header`) or a
+    whose header does not fit it (:func:`matcond.core.files.safetensors_header`) or a
     tensor whose dtype is not in :data:`DTYPES` or whose bytes do not match its shape,
     :class:`ChangedWhileRead` if the file changed while it was read (not seen: a rewrite that
     keeps the size within the file system's timestamp resolution), and MemoryError before

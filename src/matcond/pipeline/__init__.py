@@ -1,3 +1,4 @@
-"""The workflow's plumbing, light at parse time: the config, the trials and their paths,
-the result files, damaged outputs, code fingerprints.
+"""The run a config asks for, above the experiments, claims and figures it plans (``plan``),
+and its bookkeeping: code fingerprints, damaged outputs set aside, the run lock, the last run's
+record. Light at parse time.
 """

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 
-from matcond.pipeline.files import (
+from matcond.core.files import (
     SETTINGS_KEY,
     TABLE_KEY,
     UNREADABLE,

@@ -6,8 +6,8 @@ so a module imported inside a function counts too), of the packages' ``__init__`
 the way and of those packages' ``templates/`` (HTML the modules render). Editing any of them
 reruns the rule's jobs; editing anything else does not, and neither does a new timestamp
 (the workflow profile leaves out Snakemake's mtime-based ``code`` trigger). The execution
-backends (:mod:`matcond.execution`: job server, GPU claiming, job logs) decide how a job
-runs, not what it computes, and are left out.
+backends (:mod:`matcond.execution`: GPU claiming, forked workers, job logs; :mod:`matcond.server`:
+the job server) decide how a job runs, not what it computes, and are left out.
 
 Light on purpose (ast, hashlib): the Snakefile calls it at parse time.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 PACKAGE = "matcond"
-EXCLUDED = ("matcond.execution",)
+EXCLUDED = ("matcond.execution", "matcond.server")
 
 
 def module_path(name: str) -> Path | None:

@@ -13,11 +13,11 @@ import json
 
 from matcond.claims.check import DEPTH_TABLE
 from matcond.condition_number.batching import block_device, block_mem_mb
+from matcond.core.config import ConfigError
+from matcond.core.trials import Trial, blocks_of, seeds_by_cell
 from matcond.figures.captions import experiment_summary
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import PREFIX, entry
-from matcond.pipeline.config import ConfigError
-from matcond.pipeline.trials import Trial, blocks_of, seeds_by_cell
 
 DIVERGED_TABLE = "results/tables/diverged_trials.csv"
 CLAIMS_TABLE = "results/claims.csv"
@@ -38,7 +38,7 @@ def gn_mem_mb(dim: int) -> int:
 
 class Plan:
     """The run of ``config`` (validated, defaults filled) whose experiments have ``trials``
-    (:func:`matcond.pipeline.trials.all_trials`). Raises ConfigError, naming the key, where
+    (:func:`matcond.core.trials.all_trials`). Raises ConfigError, naming the key, where
     the config asks for something the run cannot make."""
 
     def __init__(self, config: dict, trials: dict[str, list[Trial]], gpus: int = 0):
@@ -150,7 +150,7 @@ class Plan:
 
     @functools.cache  # noqa: B019 (one plan per run; Snakemake asks again and again)
     def experiment_cells(self, experiment: str) -> dict:
-        """:func:`matcond.pipeline.trials.seeds_by_cell` of an experiment's trials."""
+        """:func:`matcond.core.trials.seeds_by_cell` of an experiment's trials."""
         return seeds_by_cell(self.trials[experiment])
 
     @functools.cache  # noqa: B019
@@ -320,7 +320,7 @@ class Plan:
     # -- damaged outputs --------------------------------------------------------------------
 
     def block_requests(self) -> dict[str, str]:
-        """Each block's request (:meth:`matcond.pipeline.trials.Block.request`), by path."""
+        """Each block's request (:meth:`matcond.core.trials.Block.request`), by path."""
         return {path: b.request(self.weights_saved) for path, b in self.blocks.items()}
 
     def output_settings(self) -> dict[str, str]:

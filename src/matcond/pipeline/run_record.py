@@ -13,7 +13,8 @@ import os
 import shlex
 from pathlib import Path
 
-from matcond.pipeline.files import JSONFileError, file_kind, read_json
+from matcond.core.files import JSONFileError, read_json
+from matcond.core.paths import file_kind
 
 RUN_CONFIG = Path(".snakemake/matcond_run_config.json")
 MAX_BYTES = 2**20  # a record names files and values: kilobytes

@@ -1,5 +1,5 @@
 """Damage to the workflow's files is detected, named, and never read as data
-(matcond.pipeline.files)."""
+(matcond.core.files)."""
 
 import json
 import os
@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 from matcond.condition_number.run import write_table, write_weights
-from matcond.pipeline.damage import by_block, damaged_files, file_problem, seed_ranges, set_aside
-from matcond.pipeline.files import (
+from matcond.core.files import (
     SETTINGS_KEY,
     DamagedFileError,
     JSONFileError,
@@ -28,7 +27,8 @@ from matcond.pipeline.files import (
     write_manifest,
     write_parquet,
 )
-from matcond.pipeline.trials import Block, Trial, canonical
+from matcond.core.trials import Block, Trial, canonical
+from matcond.pipeline.damage import by_block, damaged_files, file_problem, seed_ranges, set_aside
 
 
 def trial_of(spec: dict) -> Trial:

@@ -12,18 +12,17 @@ time.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from matcond.pipeline.trials import NEUTRAL, Trial
+from matcond.core.paths import file_kind, not_readable_as
+from matcond.core.trials import NEUTRAL, Trial
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -262,7 +261,7 @@ def read_trials(
 ) -> pd.DataFrame:
     """The tables of ``trials`` (paths below ``root``) stacked in that order, as one frame,
     with a column for each of ``settings`` (a trial at a setting's neutral value, where the
-    trial does not store it, gets that value: :data:`matcond.pipeline.trials.NEUTRAL`) and,
+    trial does not store it, gets that value: :data:`matcond.core.trials.NEUTRAL`) and,
     where every column is read (``columns`` None), a last column ``device``: the device its
     block trained on, as its manifest records it (``cpu``, ``cuda``; "" for a manifest from
     before devices were recorded).
@@ -347,37 +346,6 @@ def load_trial_weights(manifest: str | Path, trial: str, spec_json: str) -> dict
         raise DamagedFileError(path, f"not listed in its block's manifest {manifest}")
     verified_bytes(path, records[path])
     return load_weights(path, spec_json)
-
-
-def file_kind(path: str | Path) -> str | None:
-    """What ``path`` is when it is not a regular file (after symlinks), e.g. 'a FIFO (named
-    pipe)', 'a device file', 'a symlink loop', 'a broken symlink', 'a directory', 'missing';
-    None for a regular file. Never opens it (a FIFO would block)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            return "a symlink loop"
-        return "a broken symlink" if os.path.islink(path) else "missing"
-    for test, kind in (
-        (stat.S_ISREG, None),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a device file"),
-        (stat.S_ISBLK, "a device file"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
-
-
-def not_readable_as(path: str | Path, what: str) -> str | None:
-    """Why ``path`` cannot be read as ``what`` (e.g. 'a weight file'), from :func:`file_kind`:
-    'does not exist' or 'is a FIFO (named pipe), not <what>'; None for a regular file."""
-    if (kind := file_kind(path)) is None:
-        return None
-    return "does not exist" if kind == "missing" else f"is {kind}, not {what}"
 
 
 # Largest JSON file read whole (a block's manifest, a model's index or config.json, the run

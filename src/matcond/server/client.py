@@ -12,6 +12,7 @@ what a ``script:`` job sees of its ``snakemake`` object (:func:`job_from_request
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -280,6 +281,31 @@ def _server_state(address: str) -> str | None:
     return stat.rpartition(")")[2].split()[0]
 
 
+SERVED_BY = "run by the job server, pid "  # a served job's log starts with it
+
+
+def execute(snakemake, server_pid: int | None = None) -> None:
+    """Run ``matcond.jobs.<rule>.main(snakemake)`` with stderr, and the traceback of any
+    error, in the job's log, whose first line names the job server if one runs it (here or
+    in the server's forked child).
+
+    The BLAS and OpenMP libraries loaded by then (numpy's and scipy's OpenBLAS, torch's
+    OpenMP) use the job's ``threads``: left alone, OpenBLAS starts a thread per core in every
+    job, and two jobs on two cores spin four threads (a d = 512 trial took 2.2 s beside
+    another instead of 0.4 s), and its bits would depend on the machine's core count."""
+    from threadpoolctl import threadpool_limits
+
+    from matcond.execution.joblog import logging_to
+
+    module = importlib.import_module(f"matcond.jobs.{snakemake.rule}")  # the job's imports
+    with logging_to(snakemake.log[0]), threadpool_limits(limits=snakemake.threads):
+        if server_pid is not None:
+            print(f"{SERVED_BY}{server_pid} (child {os.getpid()})", file=sys.stderr)
+        if getattr(snakemake, "note", ""):
+            print(snakemake.note, file=sys.stderr)
+        module.main(snakemake)
+
+
 def run_job(request: Mapping[str, Any], execute: Callable[[SimpleNamespace], None]) -> None:
     """Run the job on the job server if one runs, else here with ``execute``; exit with a
     message naming the log if it fails."""
@@ -303,9 +329,4 @@ def run_job(request: Mapping[str, Any], execute: Callable[[SimpleNamespace], Non
 def main(argv: list[str]) -> None:
     """``scripts/job.py LOG``, the request on stdin."""
 
-    def execute_here(job: SimpleNamespace) -> None:
-        from matcond.execution.jobserver import execute  # the job's imports, only now
-
-        execute(job)
-
-    run_job({**json.loads(sys.stdin.read()), "log": argv[1]}, execute_here)
+    run_job({**json.loads(sys.stdin.read()), "log": argv[1]}, execute)

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from matcond.pipeline.config import ConfigError, StrictValidator, load_schema, raise_first_error
+from matcond.core.config import ConfigError, StrictValidator, load_schema, raise_first_error
 
 
 def _settings_schema() -> dict[str, dict]:

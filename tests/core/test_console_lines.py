@@ -1,9 +1,9 @@
-"""The workflow's own console lines survive a console that went away (matcond.pipeline.console)."""
+"""The workflow's own console lines survive a console that went away (matcond.core.console)."""
 
 import io
 import os
 
-from matcond.pipeline.console import say
+from matcond.core.console import say
 
 
 def test_a_line_to_a_closed_pipe_silences_the_stream_instead_of_raising():

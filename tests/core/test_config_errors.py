@@ -12,8 +12,7 @@ import pytest
 import yaml
 from support import REPO, SNAKEMAKE, run_snakemake
 
-from matcond.own_weights.load import check_checkpoint_paths
-from matcond.pipeline.config import (
+from matcond.core.config import (
     ConfigError,
     check_command_line,
     check_results_dir,
@@ -22,7 +21,8 @@ from matcond.pipeline.config import (
     results_dir_problem,
     validate_config,
 )
-from matcond.pipeline.trials import all_trials
+from matcond.core.trials import all_trials
+from matcond.own_weights.load import check_checkpoint_paths
 
 
 def one(defaults=None, **experiment):
@@ -338,7 +338,7 @@ def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(text)
     code = (
-        "import sys; from matcond.pipeline.config import ConfigError, load_yaml, validate_config\n"
+        "import sys; from matcond.core.config import ConfigError, load_yaml, validate_config\n"
         f"try: validate_config(load_yaml({str(path)!r}))\n"
         "except ConfigError as err: print(err)\n"
     )
@@ -351,7 +351,7 @@ def test_nested_yaml_aliases_under_an_unknown_key_are_refused_at_once(tmp_path):
 def test_a_config_above_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
     """A YAML file of more than MAX_YAML_BYTES (1 MiB; the paper's config is 12 KB) is named
     with its size; it is not parsed (a parser that ran would fail on this content)."""
-    from matcond.pipeline.config import MAX_YAML_BYTES
+    from matcond.core.config import MAX_YAML_BYTES
 
     big = tmp_path / "big.yaml"
     big.write_text("{unclosed: [" + "x" * MAX_YAML_BYTES)

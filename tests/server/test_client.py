@@ -1,4 +1,4 @@
-"""A job's client (matcond.execution.client) against servers that close its connection: before
+"""A job's client (matcond.server.client) against servers that close its connection: before
 the job starts it runs in its own process, as when the server is busy; after, it fails."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from matcond.execution.client import ADDRESS_ENV, STARTED, request_job, run_job
+from matcond.server.client import ADDRESS_ENV, STARTED, request_job, run_job
 
 
 def fake_server(address: Path, answer: bytes) -> socket.socket:

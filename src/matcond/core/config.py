@@ -96,7 +96,7 @@ def load_yaml(path: str | Path) -> Any:
     """A YAML file's content; ConfigError naming the file when it is missing, not a regular
     file (a FIFO is never opened: it would block), larger than MAX_YAML_BYTES, unreadable, or
     has a duplicate key or bad YAML."""
-    from matcond.pipeline.files import not_readable_as
+    from matcond.core.paths import not_readable_as
 
     if problem := not_readable_as(path, "a YAML file"):
         raise ConfigError(f"{path} {problem}")
@@ -327,7 +327,7 @@ def _check_gn_experiments(config: dict[str, Any], schema: dict[str, Any]) -> Non
 
 def _check_gn_sweeps(config: dict[str, Any]) -> None:
     """The constraints of the GN sweeps that the schema cannot say, and the user's data files."""
-    from matcond.gn_experiments.data import DIGITS_ROWS, load_data_file
+    from matcond.core.gn_data import DIGITS_ROWS, load_data_file
 
     gauss_newton = config.get("gauss_newton", {})
     files = gauss_newton.get("data", {}).get("files", {})

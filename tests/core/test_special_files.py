@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from support import REPO, SNAKEMAKE
 
+from matcond.core.config import ConfigError, load_yaml
+from matcond.core.paths import file_kind
 from matcond.own_weights.load import CheckpointError, check_checkpoint_paths, sources
-from matcond.pipeline.config import ConfigError, load_yaml
 from matcond.pipeline.damage import damaged_files, query_only
-from matcond.pipeline.files import file_kind
 
 KINDS = {
     "fifo": "a FIFO (named pipe)",

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from support import REPO, SNAKEMAKE
 
+from matcond.core.config import load_yaml, validate_config
 from matcond.figures.captions import config_notes
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.config import load_yaml, validate_config
 
 pytestmark = pytest.mark.workflow  # every test starts Snakemake
 

@@ -23,27 +23,27 @@ import pytest
 import yaml
 from support import REPO, SNAKEMAKE
 
-from matcond.execution import client
-from matcond.execution.client import (
+from matcond.core.trials import Block, Trial
+from matcond.server import client
+from matcond.server.client import (
     ADDRESS_ENV,
+    SERVED_BY,
     NamedList,
+    execute,
     job_from_request,
     request_job,
 )
-from matcond.execution.jobserver import (
+from matcond.server.jobserver import (
     MAX_REQUEST_BYTES,
     PREFIX,
     REQUEST_SECONDS,
-    SERVED_BY,
     SERVER_THREADS,
     SOCKET,
     STARTUP_SECONDS,
     JobServer,
     connection_cap,
-    execute,
     slurm_group_rules,
 )
-from matcond.pipeline.trials import Block, Trial
 
 pytestmark = pytest.mark.workflow  # a job server for the module; runs through it
 
@@ -57,7 +57,7 @@ def server():
 
 
 def request(rule: str, output: dict, log: Path, **fields) -> dict:
-    """A job's request as its shell command sends it (matcond.execution.client.job_params)."""
+    """A job's request as its shell command sends it (matcond.server.client.job_params)."""
     empty = {"entries": [], "named": {}}
     return {
         "rule": rule,
@@ -136,7 +136,7 @@ def test_the_client_imports_no_more_than_the_standard_library():
     numpy or torch (a `script:` job imported Snakemake, ~0.1 s of CPU per job)."""
     code = (
         "import sys\n"
-        "import matcond.execution.client\n"
+        "import matcond.server.client\n"
         "heavy = {'snakemake', 'numpy', 'torch', 'pandas', 'threadpoolctl', 'yaml'}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
     )
@@ -558,7 +558,7 @@ def test_a_server_for_some_rules_imports_their_job_modules_only():
     its first torch.func call would import in every job)."""
     code = (
         "import sys\n"
-        "from matcond.execution.jobserver import prepare\n"
+        "from matcond.server.jobserver import prepare\n"
         "prepare(rules=sys.argv[1:])\n"
         "print(sorted(m for m in sys.modules if m.startswith('matcond.jobs.')),"
         " 'matplotlib' in sys.modules, 'torch._dynamo' in sys.modules)\n"

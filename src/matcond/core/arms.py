@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from matcond.pipeline.files import TRIALS_ROOT, read_manifest
-from matcond.pipeline.trials import trial_paths
+from matcond.core.files import TRIALS_ROOT, read_manifest
+from matcond.core.trials import trial_paths
 
 
 class MissingRows(LookupError):
@@ -215,7 +215,7 @@ def diverged_trials(
     trials: dict[str, dict[str, list[int]]], manifests: list[str | Path]
 ) -> pd.DataFrame:
     """One row per diverged trial of each experiment (``trials``: experiment -> its trials as
-    :func:`matcond.pipeline.trials.seeds_by_cell`), read off its block's manifest (one of
+    :func:`matcond.core.trials.seeds_by_cell`), read off its block's manifest (one of
     ``manifests``): experiment, trial, diverged_epoch."""
     epochs = {}
     for manifest in manifests:

@@ -8,9 +8,9 @@ once (and runs its ``warm_up()``, if it has one: the plot job's fills matplotlib
 the GN sweep's makes torch.func import what it imports on its first call)
 and listens on a Unix socket whose path it publishes in ``$MATCOND_JOB_SERVER``. Every job
 is still one Snakemake job with its own outputs, log, threads and resources; its shell
-command (scripts/job.py, :mod:`matcond.execution.client`) sends the job's request and waits,
+command (scripts/job.py, :mod:`matcond.server.client`) sends the job's request and waits,
 and the server forks a child that runs exactly what the job would have run in its own process
-(:func:`execute`) and reports the exit status back.
+(:func:`matcond.server.client.execute`) and reports the exit status back.
 
 - A SLURM group job starts a server of its own at parse time (common.smk): its jobs each
   run through ``srun`` and a Snakemake of their own, whose environment names the server.
@@ -28,7 +28,7 @@ and the server forks a child that runs exactly what the job would have run in it
   its own process, as it does when the listen backlog (:data:`BACKLOG`) is full. A job checks every
   second that its server runs (its pid beside the socket, /proc) while it waits to be started, and
   fails, saying so, if the server is stopped or gone, or has not started it within
-  :data:`matcond.execution.client.ANSWER_SECONDS` (hung). A request without the server's
+  :data:`matcond.server.client.ANSWER_SECONDS` (hung). A request without the server's
   token (drawn per server, published with its address) is refused: the job runs in its own
   process (each run also drops an inherited ``$MATCOND_JOB_SERVER``).
 - Nothing the server runs before it forks may leave a state that a child cannot use: the
@@ -65,19 +65,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from threadpoolctl import threadpool_limits
-
-from matcond.execution.client import (
+from matcond.core.console import say
+from matcond.execution.forked import fork_problem
+from matcond.server.client import (
     BUSY,
     PID_FILE,
     REFUSED,
     STARTED,
     TOKEN_ENV,
+    execute,
     job_from_request,
 )
-from matcond.execution.forked import fork_problem
-from matcond.execution.joblog import logging_to
-from matcond.pipeline.console import say
 
 READY = b"ready\n"
 OFF = b"off "  # then why, on the line the server prints instead of READY
@@ -90,7 +88,6 @@ BACKLOG = 64  # connections waiting to be accepted; a job finding it full runs i
 # Connections served at once (each holds a descriptor and a thread): at most a quarter of the
 # process's descriptors, so that the children's files always find one; the rest are BUSY.
 MAX_CONNECTIONS = 256
-SERVED_BY = "run by the job server, pid "  # a served job's log starts with it
 # The server's BLAS and OpenMP start on one thread, the `threads` of every rule: a forked
 # child that lowers OpenBLAS's thread count itself runs small problems at half speed (a d = 32
 # trial computed 0.09 s instead of 0.05 s); at the job's own count, execute's limit is a no-op.
@@ -119,23 +116,6 @@ def _die_with_parent() -> None:
     """Ask Linux to SIGTERM this process when its parent dies (no-op elsewhere)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def execute(snakemake, server_pid: int | None = None) -> None:
-    """Run ``matcond.jobs.<rule>.main(snakemake)`` with stderr, and the traceback of any
-    error, in the job's log, whose first line names the job server if one runs it.
-
-    The BLAS and OpenMP libraries loaded by then (numpy's and scipy's OpenBLAS, torch's
-    OpenMP) use the job's ``threads``: left alone, OpenBLAS starts a thread per core in every
-    job, and two jobs on two cores spin four threads (a d = 512 trial took 2.2 s beside
-    another instead of 0.4 s), and its bits would depend on the machine's core count."""
-    module = importlib.import_module(f"matcond.jobs.{snakemake.rule}")
-    with logging_to(snakemake.log[0]), threadpool_limits(limits=snakemake.threads):
-        if server_pid is not None:
-            print(f"{SERVED_BY}{server_pid} (child {os.getpid()})", file=sys.stderr)
-        if getattr(snakemake, "note", ""):
-            print(snakemake.note, file=sys.stderr)
-        module.main(snakemake)
 
 
 def _run_child(conn: socket.socket, job: dict) -> None:
@@ -346,7 +326,7 @@ class JobServer:
             [
                 sys.executable,
                 "-m",
-                "matcond.execution.jobserver",
+                "matcond.server.jobserver",
                 str(directory / SOCKET),
                 *sorted(set(rules)),
             ],

@@ -8,8 +8,8 @@ import json
 import pytest
 from support import REPO
 
-from matcond.pipeline.config import ConfigError, load_yaml, validate_config
-from matcond.pipeline.trials import (
+from matcond.core.config import ConfigError, load_yaml, validate_config
+from matcond.core.trials import (
     CHOICE_PARAMS,
     NEUTRAL,
     Trial,
@@ -192,7 +192,7 @@ CHOICES = ("model", "structure", "strategy")
 
 
 def _layout_before_the_schema_drove_it(s: dict) -> str:
-    """The trial path as matcond.pipeline.trials wrote it, by hand, before every setting carried its
+    """The trial path as matcond.core.trials wrote it, by hand, before every setting carried its
     ``x-path`` (commit 43dc728): the reference that existing trials keep their paths."""
     fmt = format_value
 
