@@ -1,24 +1,41 @@
-"""The conda environment of the rules mirrors the pinned pip requirements exactly."""
+"""The environments: the direct pins (requirements*.in) are pyproject.toml's dependencies, the
+locks (requirements*.txt, written by scripts/lock.py) hold every distribution those install,
+and the rules' conda environment is the lock's."""
+
+import importlib.util
 
 import pytest
 import yaml
 from support import REPO
 
 
-def pins(lines):
-    return sorted(
-        line.strip() for line in lines if "==" in line and not line.strip().startswith("#")
-    )
+def pins(path) -> dict[str, str]:
+    """``name == version`` of each pinned line of a requirements file, by normalised name."""
+    from packaging.utils import canonicalize_name
+
+    out = {}
+    for line in path.read_text().splitlines():
+        if "==" in line and not line.strip().startswith("#"):
+            name, version = line.strip().split("==")
+            out[canonicalize_name(name)] = version
+    return out
 
 
-def test_conda_env_mirrors_requirements():
-    with open(REPO / "envs" / "matcond.yaml") as fh:
-        env = yaml.safe_load(fh)
+def lock_script():
+    spec = importlib.util.spec_from_file_location("lock", REPO / "scripts" / "lock.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_conda_environment_is_written_from_the_lock():
+    lock = lock_script()
+    text = (REPO / "requirements.txt").read_text()
+    runtime = dict(line.split("==") for line in text.splitlines() if "==" in line)
+    assert (REPO / "envs" / "matcond.yaml").read_text() == lock.conda_text(runtime)
+    env = yaml.safe_load((REPO / "envs" / "matcond.yaml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    requirements = (REPO / "requirements.txt").read_text().splitlines()
-    assert pins(pip_section) == pins(requirements)
     assert "-e .." in pip_section  # the rules import this repository's package
-    assert all("==" in p for p in pins(requirements))
 
 
 def declared() -> dict[str, object]:
@@ -33,21 +50,53 @@ def declared() -> dict[str, object]:
     return {canonicalize_name(Requirement(line).name): Requirement(line) for line in lines}
 
 
-def test_the_lock_pins_every_declared_dependency_inside_its_range():
-    """requirements.txt (the lock) pins exactly pyproject.toml's dependencies and extras,
-    each inside its range."""
-    from packaging.utils import canonicalize_name
-
-    lock = {}
-    for line in pins((REPO / "requirements.txt").read_text().splitlines()):
-        name, version = line.split("==")
-        lock[canonicalize_name(name)] = version
+def test_the_direct_pins_are_the_declared_dependencies_inside_their_ranges():
+    """requirements.in pins exactly pyproject.toml's dependencies and extras, each inside its
+    range."""
+    direct = pins(REPO / "requirements.in")
     ranges = declared()
-    assert set(lock) == set(ranges)
+    assert set(direct) == set(ranges)
     outside = {
-        n: (v, str(ranges[n].specifier)) for n, v in lock.items() if v not in ranges[n].specifier
+        n: (v, str(ranges[n].specifier)) for n, v in direct.items() if v not in ranges[n].specifier
     }
     assert not outside
+
+
+@pytest.mark.parametrize(
+    "direct, locks",
+    [
+        ("requirements.in", ["requirements.txt"]),
+        ("requirements-dev.in", ["requirements.txt", "requirements-dev.txt"]),
+    ],
+)
+def test_each_lock_holds_its_direct_pins(direct, locks):
+    lock = {}
+    for name in locks:
+        assert not set(lock) & set(pins(REPO / name)), "a distribution pinned twice"
+        lock |= pins(REPO / name)
+    assert {n: lock.get(n) for n in pins(REPO / direct)} == pins(REPO / direct)
+
+
+def test_the_lock_is_closed():
+    """Every requirement of every locked distribution (as installed here, for this Python and
+    platform) names a locked distribution: the README's test command installs the lock and
+    nothing that pip would add. (tests/test_docs.py checks that each is installed at its
+    locked version.)"""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lock = pins(REPO / "requirements.txt") | pins(REPO / "requirements-dev.txt")
+    assert len(lock) > 100  # the whole tests' environment, not its direct pins alone
+    unlocked = set()
+    for name in lock:
+        for line in distribution(name).requires or []:
+            requirement = Requirement(line)
+            applies = requirement.marker is None or requirement.marker.evaluate({"extra": ""})
+            if applies and canonicalize_name(requirement.name) not in lock:
+                unlocked.add(f"{name} needs {requirement.name}")
+    assert not unlocked
 
 
 def test_every_third_party_import_of_the_package_is_declared():
