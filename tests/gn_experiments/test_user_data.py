@@ -4,7 +4,6 @@ read into the sweeps, and a changed file reruns the sweeps that read it."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 from gn_cases import rel
-from support import REPO, SNAKEMAKE
+from support import run_snakemake
 
 from matcond.core.config import ConfigError, validate_config
 from matcond.gn_experiments.sweeps import run_sweep
@@ -104,10 +103,9 @@ def test_a_changed_file_reruns_its_sweep_only(tmp_path):
     targets = ["results/tables/gn_fig2_depth.parquet", "results/tables/gn_fig6_leaky_width.parquet"]
 
     def snakemake(*args: str) -> str:
-        cmd = [SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", tmp_path, "--cores", "1"]
-        cmd += [*targets, *args, "--configfile", tmp_path / "config.yaml"]
-        proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        proc = run_snakemake(
+            tmp_path, "--cores", "1", *targets, *args, configfile=tmp_path / "config.yaml"
+        )
         return proc.stdout + proc.stderr
 
     snakemake()
