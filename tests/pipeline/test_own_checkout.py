@@ -38,7 +38,7 @@ def test_a_job_in_its_own_process_imports_its_checkout_s_package(tmp_path):
     """scripts/job.py (a job outside the job server: SLURM, a fallback) puts its checkout's
     src/ first, whichever matcond the interpreter has installed."""
     copy = copy_of_repo(tmp_path / "copy")
-    client = copy / "src" / "matcond" / "execution" / "client.py"
+    client = copy / "src" / "matcond" / "server" / "client.py"
     client.write_text(client.read_text() + "\n\ndef main(argv):\n    print(__file__)\n")
     proc = subprocess.run(
         [sys.executable, str(copy / "scripts" / "job.py"), "log"],
@@ -55,7 +55,7 @@ def test_the_job_server_imports_the_package_of_the_process_that_starts_it(tmp_pa
     """A process that imported a copy's matcond (its src/ put first on sys.path, as the
     Snakefile does, not through PYTHONPATH) starts a job server that runs the copy's code."""
     copy = copy_of_repo(tmp_path / "copy")
-    server = copy / "src" / "matcond" / "execution" / "jobserver.py"
+    server = copy / "src" / "matcond" / "server" / "jobserver.py"
     mark = tmp_path / "server_module.txt"
     text = server.read_text()
     anchor = 'if __name__ == "__main__":\n'
