@@ -58,8 +58,7 @@ def trial_files(directory: Path) -> dict[str, bytes]:
 
 def stress_round(server_address: str, specs: list[dict], workdir: Path) -> dict:
     """Start one job per spec at once through ``scripts/job.py``; wait for all; count them."""
-    from matcond.server.client import ADDRESS_ENV
-    from matcond.server.jobserver import SERVED_BY
+    from matcond.server.client import ADDRESS_ENV, SERVED_BY
 
     env = {**os.environ, ADDRESS_ENV: server_address}
     started = time.monotonic()
@@ -88,8 +87,7 @@ def stress_round(server_address: str, specs: list[dict], workdir: Path) -> dict:
 
 def in_process(specs: list[dict], workdir: Path) -> None:
     """The same jobs, one after another in this process."""
-    from matcond.server.client import job_from_request
-    from matcond.server.jobserver import execute
+    from matcond.server.client import execute, job_from_request
 
     for i, spec in enumerate(specs):
         execute(job_from_request(training_request(spec, workdir / f"job{i}")))
