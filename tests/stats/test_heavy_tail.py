@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 from matcond.claims.evaluate import evaluate
+from matcond.stats import heavy_tail
 from matcond.stats.heavy_tail import (
     ALPHA,
     THRESHOLD,
+    accepted_range,
     accepted_values,
     far_tail,
     hill,
@@ -93,6 +95,40 @@ def test_the_accepted_range_holds_the_values_the_verdict_calls_consistent():
     for value in (0.95 * low, 1.05 * high):
         assert predictive_verdict(predictive([pool], np.mean, 15, value)) != "consistent"
     assert accepted_values([np.full(50, 2.0)], np.mean, 10) == (2.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    "pool",
+    [
+        pareto(1.2, 300, np.random.default_rng(3)),  # accepted values a few chunks in
+        np.r_[pareto(2.0, 40, np.random.default_rng(6)), np.full(40, np.nan)],  # NaN trials
+        np.r_[np.ones(99), 1e6],  # draws with few distinct values: one chunk holds them
+    ],
+)
+def test_the_accepted_range_is_what_judging_every_value_finds(pool):
+    """accepted_range judges the draws' values from each end inwards, a chunk at a time, and
+    stops at the first accepted one: it must find the ends that judging every value at once
+    finds (the verdict's rule, written out here), for any chunk size."""
+    draws, resampled = heavy_tail._sampling([pool], np.mean, 15)
+    values = np.unique(draws[~np.isnan(draws)])
+    p = heavy_tail._tail_probabilities(draws, values)
+    p_low, _ = heavy_tail._p_interval(
+        p, [heavy_tail._tail_probabilities(r, values) for r in resampled]
+    )
+    every = values[p_low >= ALPHA]
+    expected = (every[0], every[-1]) if every.size else (math.nan, math.nan)
+    for chunk in (1, 7, heavy_tail.ACCEPT_CHUNK):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(heavy_tail, "ACCEPT_CHUNK", chunk)
+            found = accepted_range(draws, resampled)
+        assert found == expected or all(map(math.isnan, (*found, *expected)))
+
+
+def test_nothing_accepted_when_no_resampled_pool_has_a_finite_statistic():
+    """Every resampled statistic NaN: the tail probability's interval is NaN, so no value is
+    accepted (NaN, NaN), by the chunked scan as by the verdict."""
+    draws = np.arange(1.0, 101.0)
+    assert all(map(math.isnan, accepted_range(draws, [np.full(50, np.nan)] * 3)))
 
 
 def test_predictive_of_one_trial_is_the_pool_itself():

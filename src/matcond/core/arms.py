@@ -96,14 +96,15 @@ DERIVED: dict[str, Callable[[pd.DataFrame], float]] = {
 BOUNDED = frozenset({"row_norms_falling_share", "condition_number_falling_share"})
 
 
-def _matching(table: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
-    """The rows of ``table`` whose columns hold the values of ``where``."""
-    rows = table
+def _selected(table: pd.DataFrame, where: dict[str, Any]) -> np.ndarray:
+    """Which rows of ``table`` hold the values of ``where`` in their columns (a boolean array:
+    one pass per column, and the caller takes the rows once)."""
+    selected = np.ones(len(table), dtype=bool)
     for key, value in where.items():
-        if key not in rows:
+        if key not in table:
             raise MissingRows(f"no column {key!r}")
-        rows = rows[matches(rows[key], value)]
-    return rows
+        selected &= matches(table[key], value).to_numpy(dtype=bool, na_value=False)
+    return selected
 
 
 def cells(table: pd.DataFrame, where: dict[str, Any]) -> set[tuple]:
@@ -132,13 +133,14 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     component = where.pop("component")
     field = where.pop("field", field)
     epoch = where.pop("epoch", None)
-    rows = _matching(table, where)
     if component in DERIVED:
+        rows = table[_selected(table, where)]
         values = rows.groupby("seed").apply(DERIVED[component], include_groups=False)
         diverged = rows.groupby("seed")["diverged"].any()
     else:
-        rows = rows[rows["component"] == component]
-        rows = rows[rows["epoch"] == (table["epoch"].max() if epoch is None else epoch)]
+        cell = {"component": component, "epoch": table["epoch"].max() if epoch is None else epoch}
+        read = [c for c in ("seed", field, "diverged", "device") if c in table]
+        rows = table.loc[_selected(table, where) & _selected(table, cell), read]
         if rows["seed"].duplicated().any():
             raise MissingRows(f"{where | {'component': component}} selects several cells")
         values = rows.set_index("seed")[field]
@@ -150,7 +152,7 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     kept.attrs["n_diverged"] = int(diverged.sum())
     if "device" in rows:
         devices = rows.loc[rows["seed"].isin(kept.index), "device"]
-        kept.attrs["devices"] = sorted(set(devices.astype(str)) - {""})
+        kept.attrs["devices"] = sorted(set(devices.astype(str).unique()) - {""})
     return kept
 
 
@@ -174,7 +176,7 @@ def gn_arm(table: pd.DataFrame, where: dict[str, Any], reduce: str | None = None
     field = where.pop("field")
     if "epoch" in table and "epoch" not in where:
         where["epoch"] = table["epoch"].max()
-    rows = _matching(table, where)
+    rows = table[_selected(table, where)]
     if rows.empty:
         raise MissingRows(f"no network matches {where}")
     column = field.removesuffix(UPPER)

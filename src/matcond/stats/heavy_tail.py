@@ -141,7 +141,11 @@ def _sampling(
 
 def _tail_probabilities(draws: np.ndarray, values: np.ndarray) -> np.ndarray:
     """:func:`tail_probability` of each of ``values`` under ``draws``, at once."""
-    ordered = np.sort(draws[~np.isnan(draws)])
+    return _ordered_tail_probabilities(np.sort(draws[~np.isnan(draws)]), values)
+
+
+def _ordered_tail_probabilities(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:func:`_tail_probabilities` under draws already sorted, NaN left out (``ordered``)."""
     if not ordered.size:
         return np.full(values.shape, math.nan)
     below = np.searchsorted(ordered, values, "right") / ordered.size
@@ -164,18 +168,37 @@ def _p_interval(p, resampled_p) -> tuple:
     return np.minimum(low, p), np.maximum(high, p)
 
 
+ACCEPT_CHUNK = 1024  # values judged at once by accepted_range, from each end inwards
+
+
 def accepted_range(draws: np.ndarray, resampled: list[np.ndarray]) -> tuple[float, float]:
     """The smallest and largest value that :func:`predictive_verdict` calls ``consistent``
     (its tail probability's interval at or above :data:`ALPHA`) among the ``draws``, for the
     statistics ``draws`` of the pool and ``resampled`` of its resamples (:func:`_sampling`);
-    NaN, NaN where it accepts none."""
+    NaN, NaN where it accepts none. The values are judged from each end inwards, a chunk at
+    a time, up to the first accepted one (what judging every value finds, at a fraction of
+    its cost: the accepted values start near the draws' 2.5 % and 97.5 % points)."""
     values = np.unique(draws[~np.isnan(draws)])
-    p = _tail_probabilities(draws, values)
-    p_low, _ = _p_interval(p, [_tail_probabilities(r, values) for r in resampled])
-    accepted = values[p_low >= ALPHA]
-    if not accepted.size:
+    ordered = np.sort(draws[~np.isnan(draws)])
+    ordered_resampled = [np.sort(r[~np.isnan(r)]) for r in resampled]
+
+    def accepted(chunk: np.ndarray) -> np.ndarray:
+        p = _ordered_tail_probabilities(ordered, chunk)
+        chunk, p = chunk[p >= ALPHA], p[p >= ALPHA]  # p's interval holds p: the rest fail
+        resampled_p = [_ordered_tail_probabilities(r, chunk) for r in ordered_resampled]
+        return chunk[_p_interval(p, resampled_p)[0] >= ALPHA]
+
+    starts = range(0, values.size, ACCEPT_CHUNK)
+    lowest = next(
+        (a[0] for s in starts if (a := accepted(values[s : s + ACCEPT_CHUNK])).size), None
+    )
+    if lowest is None:
         return math.nan, math.nan
-    return float(accepted[0]), float(accepted[-1])
+    ends = range(values.size, 0, -ACCEPT_CHUNK)
+    highest = next(
+        a[-1] for e in ends if (a := accepted(values[max(0, e - ACCEPT_CHUNK) : e])).size
+    )
+    return float(lowest), float(highest)
 
 
 def accepted_values(
