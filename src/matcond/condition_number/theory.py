@@ -255,14 +255,15 @@ def prediction_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             own = table
             for key, value in cell.items():
                 own = own[matches(own[key], value)]
-            for epoch in sorted(e for e in own["epoch"].unique() if e >= 1):  # the cell's own
+            # the cell's own epochs; the rows of one epoch hold all that where selects
+            for epoch, at_epoch in own[own["epoch"] >= 1].groupby("epoch", sort=True):
                 for component in PREDICTED:
                     where = {**cell, "epoch": epoch, "component": component}
-                    inputs = trial_inputs(table, where)
+                    inputs = trial_inputs(at_epoch, where)
                     predicted = predict(inputs, component)
                     if math.isnan(predicted):
                         continue
-                    values = arm(table, where).to_numpy()
+                    values = arm(at_epoch, where).to_numpy()
                     name = headline(component)
                     low, high = bootstrap_ci([values], STATISTICS[name])
                     measured = float(STATISTICS[name](values))
