@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,18 +46,44 @@ MODES = {"process": False, "server": True}
 BENCHMARKS = "results/benchmarks/"
 
 
-def run_workflow(workdir: Path, config: dict, cores: int) -> float:
-    """Run the workflow with ``config`` in ``workdir``; return its wall seconds."""
+def run_workflow(workdir: Path, config: dict, cores: int) -> tuple[float, dict[str, float]]:
+    """Run the workflow with ``config`` in ``workdir`` (its console output in
+    ``snakemake.out`` there; the log in .snakemake/log lists every job, which the critical
+    path reads); return its wall seconds and the CPU seconds of the processes outside the
+    jobs (:func:`own_cpu_seconds`, read each second until Snakemake ends)."""
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [
         str(Path(sys.executable).with_name("snakemake")),
         *("-s", str(REPO / "Snakefile"), "--directory", str(workdir)),
         *("--configfile", str(workdir / "config.yaml"), "--cores", str(cores)),
-        *("--resources", "gpu=1", "--quiet"),
+        *("--resources", "gpu=1"),
     ]
     start = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    return time.perf_counter() - start
+    cpu: dict[str, float] = {}
+    with open(workdir / "snakemake.out", "w") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            cpu.update(own_cpu_seconds(process.pid))
+            time.sleep(1.0)
+    if process.returncode:
+        sys.exit(f"snakemake failed ({process.returncode}): {workdir / 'snakemake.out'}")
+    return time.perf_counter() - start, cpu
+
+
+def own_cpu_seconds(pid: int) -> dict[str, float]:
+    """The CPU seconds (user + system) of Snakemake's process ``pid`` and of the job server's
+    (its child that serves the jobs), each without its children (the jobs): what the run
+    spends outside its jobs. Empty where the processes are gone."""
+    seconds = {}
+    try:
+        snakemake = psutil.Process(pid)
+        seconds["snakemake"] = sum(snakemake.cpu_times()[:2])
+        for child in snakemake.children():
+            if "matcond.server.jobserver" in " ".join(child.cmdline()):
+                seconds["job server"] = sum(child.cpu_times()[:2])
+    except psutil.Error:
+        pass
+    return seconds
 
 
 def training_jobs(workdir: Path) -> pd.DataFrame:
@@ -185,6 +212,9 @@ def print_shape(workdir: Path, jobs: pd.DataFrame, cores: int) -> None:
     )
     logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
     files = job_files("\n".join(log.read_text() for log in logs))
+    if not files:
+        print("critical path: not known, the run's log lists no jobs (a run with --quiet)")
+        return
     path = critical_path(files, jobs)
     seconds = jobs.set_index("path")["seconds"]
     steps = " -> ".join(f"{p} ({seconds.get(p, 0.0):.1f} s)" for p in path)
@@ -258,7 +288,7 @@ def main() -> None:
         if (workdir / "results").exists():
             sys.exit(f"{workdir}/results exists: the benchmark needs an empty results directory")
         workdir.mkdir(parents=True, exist_ok=True)
-        wall = run_workflow(workdir, {**config, "job_server": MODES[mode]}, args.cores)
+        wall, own_cpu = run_workflow(workdir, {**config, "job_server": MODES[mode]}, args.cores)
         jobs = training_jobs(workdir)
         jobs["overhead"] = jobs["wall"] - jobs["compute"]
         report(mode, wall, jobs, args.cores)
@@ -271,6 +301,10 @@ def main() -> None:
             f"job-seconds {busy:.1f} of {wall * args.cores:.1f} core-seconds (wall x cores): "
             f"{1 - busy / (wall * args.cores):.0%} outside jobs (Snakemake, start-up, idle "
             "cores)"
+        )
+        print(
+            "CPU outside the jobs: "
+            + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in own_cpu.items())
         )
         print_shape(workdir, intervals, args.cores)
         print("GN job-seconds per part (results/benchmarks/gn):")
