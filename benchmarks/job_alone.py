@@ -25,18 +25,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workflow_bench import REPO, snakemake_command  # noqa: E402
+
 REQUEST = re.compile(r"<<'MATCOND_JOB'\n(.*?)\nMATCOND_JOB", re.S)
 
 
 def requests(run_dir: Path, rules: list[str]) -> list[dict]:
     """The requests of ``rules``' jobs in the finished run in ``run_dir`` (its config.yaml)."""
-    command = [
-        str(Path(sys.executable).with_name("snakemake")),
-        *("-s", str(REPO / "Snakefile"), "--directory", str(run_dir)),
-        *("--configfile", str(run_dir / "config.yaml"), "--cores", "2", "-n", "-p"),
-        *("--rerun-triggers", "mtime", "--forcerun", *rules, "--until", *rules),
-    ]
+    command = [*snakemake_command(run_dir, 2), "-n", "-p", "--rerun-triggers", "mtime"]
+    command += ["--forcerun", *rules, "--until", *rules]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return [json.loads(text) for text in REQUEST.findall(out)]
 

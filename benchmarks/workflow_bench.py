@@ -46,18 +46,23 @@ MODES = {"process": False, "server": True}
 BENCHMARKS = "results/benchmarks/"
 
 
+def snakemake_command(workdir: Path, cores: int) -> list[str]:
+    """This checkout's workflow in ``workdir`` on its config.yaml, by this Python's
+    Snakemake."""
+    return [
+        str(Path(sys.executable).with_name("snakemake")),
+        *("-s", str(REPO / "Snakefile"), "--directory", str(workdir)),
+        *("--configfile", str(workdir / "config.yaml"), "--cores", str(cores)),
+    ]
+
+
 def run_workflow(workdir: Path, config: dict, cores: int) -> tuple[float, dict[str, float]]:
     """Run the workflow with ``config`` in ``workdir`` (its console output in
     ``snakemake.out`` there; the log in .snakemake/log lists every job, which the critical
     path reads); return its wall seconds and the CPU seconds of the processes outside the
     jobs (:func:`own_cpu_seconds`, read each second until Snakemake ends)."""
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [
-        str(Path(sys.executable).with_name("snakemake")),
-        *("-s", str(REPO / "Snakefile"), "--directory", str(workdir)),
-        *("--configfile", str(workdir / "config.yaml"), "--cores", str(cores)),
-        *("--resources", "gpu=1"),
-    ]
+    cmd = [*snakemake_command(workdir, cores), "--resources", "gpu=1"]
     start = time.perf_counter()
     cpu: dict[str, float] = {}
     with open(workdir / "snakemake.out", "w") as out:

@@ -140,7 +140,7 @@ def arm(table: pd.DataFrame, where: dict[str, Any], field: str = "error") -> pd.
     else:
         cell = {"component": component, "epoch": table["epoch"].max() if epoch is None else epoch}
         read = [c for c in ("seed", field, "diverged", "device") if c in table]
-        rows = table.loc[_selected(table, where) & _selected(table, cell), read]
+        rows = table.loc[_selected(table, {**where, **cell}), read]
         if rows["seed"].duplicated().any():
             raise MissingRows(f"{where | {'component': component}} selects several cells")
         values = rows.set_index("seed")[field]

@@ -178,27 +178,27 @@ def accepted_range(draws: np.ndarray, resampled: list[np.ndarray]) -> tuple[floa
     NaN, NaN where it accepts none. The values are judged from each end inwards, a chunk at
     a time, up to the first accepted one (what judging every value finds, at a fraction of
     its cost: the accepted values start near the draws' 2.5 % and 97.5 % points)."""
-    values = np.unique(draws[~np.isnan(draws)])
     ordered = np.sort(draws[~np.isnan(draws)])
+    values = np.unique(ordered)
     ordered_resampled = [np.sort(r[~np.isnan(r)]) for r in resampled]
 
-    def accepted(chunk: np.ndarray) -> np.ndarray:
-        p = _ordered_tail_probabilities(ordered, chunk)
-        chunk, p = chunk[p >= ALPHA], p[p >= ALPHA]  # p's interval holds p: the rest fail
-        resampled_p = [_ordered_tail_probabilities(r, chunk) for r in ordered_resampled]
-        return chunk[_p_interval(p, resampled_p)[0] >= ALPHA]
+    def first_accepted(chunks) -> np.ndarray | None:
+        """The accepted values of the first chunk that holds any."""
+        for chunk in chunks:
+            p = _ordered_tail_probabilities(ordered, chunk)
+            chunk, p = chunk[p >= ALPHA], p[p >= ALPHA]  # p's interval holds p: the rest fail
+            resampled_p = [_ordered_tail_probabilities(r, chunk) for r in ordered_resampled]
+            found = chunk[_p_interval(p, resampled_p)[0] >= ALPHA]
+            if found.size:
+                return found
+        return None
 
-    starts = range(0, values.size, ACCEPT_CHUNK)
-    lowest = next(
-        (a[0] for s in starts if (a := accepted(values[s : s + ACCEPT_CHUNK])).size), None
-    )
+    size = ACCEPT_CHUNK
+    lowest = first_accepted(values[s : s + size] for s in range(0, values.size, size))
     if lowest is None:
         return math.nan, math.nan
-    ends = range(values.size, 0, -ACCEPT_CHUNK)
-    highest = next(
-        a[-1] for e in ends if (a := accepted(values[max(0, e - ACCEPT_CHUNK) : e])).size
-    )
-    return float(lowest), float(highest)
+    highest = first_accepted(values[max(0, e - size) : e] for e in range(values.size, 0, -size))
+    return float(lowest[0]), float(highest[-1])
 
 
 def accepted_values(
