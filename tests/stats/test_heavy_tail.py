@@ -171,12 +171,48 @@ def test_a_pareto_tail_reaches_what_the_pool_cannot(seed):
     truth = pareto(1.2, (200_000, 15), np.random.default_rng(99)).mean(axis=1)
     pool = pareto(1.2, 200, np.random.default_rng(seed))
     for value in (15.0, 40.0):
-        far = far_tail(pool, np.mean, 15, value)
+        far = far_tail([pool], np.mean, 15, value)
         true_p = 2 * np.mean(truth >= value)
         assert far.p_light <= true_p <= far.p_heavy
         assert far.p_light <= far.p_estimate <= far.p_heavy and far.share == 0.1
-    assert far_tail(pool, np.mean, 15, 1e4).p_heavy < ALPHA
-    assert far_tail(np.r_[pool, -1.0], np.mean, 15, 40.0) is None  # a negative value
+    assert far_tail([pool], np.mean, 15, 1e4).p_heavy < ALPHA
+    assert far_tail([np.r_[pool, -1.0]], np.mean, 15, 40.0) is None  # a negative value
+
+
+def ratio_of_means(a, b, axis=-1):
+    """The ratio of two arms' means, as a claim of kind ``ratio`` measures it."""
+    return a.mean(axis) / b.mean(axis)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_ratios_far_tail_is_modelled_on_the_arm_that_reaches_it(seed):
+    """Two paired arms of 200 trials, one Pareto of index 1.2, the other uniform on [1, 2]: a
+    15-trial ratio of means far above (heavy numerator) or below (heavy baseline) what the
+    pool reaches (true tail probability 0.062 and 0.017, or 0.062 and 0.029; judged where the
+    pool alone would refute it, as the claims do) gets a range over the tail index's interval
+    that holds its true tail probability, from the heavy arm's modelled tail. A ratio out of
+    reach of any tail stays below 0.05."""
+    rng = np.random.default_rng(seed)
+    heavy, light = pareto(1.2, 200, rng), rng.uniform(1, 2, 200)
+    truth_rng = np.random.default_rng(99)
+    truth_heavy = pareto(1.2, (200_000, 15), truth_rng).mean(axis=1)
+    truth_light = truth_rng.uniform(1, 2, (200_000, 15)).mean(axis=1)
+    for pool, truth, value in (
+        ([heavy, light], truth_heavy / truth_light, 10.0),
+        ([heavy, light], truth_heavy / truth_light, 25.0),
+        ([light, heavy], truth_light / truth_heavy, 0.1),
+        ([light, heavy], truth_light / truth_heavy, 0.06),
+    ):
+        above = value > np.median(truth)
+        true_p = 2 * np.mean(truth >= value if above else truth <= value)
+        beyond = predictive(pool, ratio_of_means, 15, value).p_high < ALPHA
+        assert beyond or value != 25.0  # 25 is beyond every one of these pools' reach
+        if beyond:  # where the claims call far_tail: the heavy arm's tail reaches the value
+            far = far_tail(pool, ratio_of_means, 15, value)
+            assert far.p_light <= true_p <= far.p_heavy
+            assert far.arm == (0 if above else 1) and far.share == 0.1
+    assert far_tail([heavy, light], ratio_of_means, 15, 1e4).p_heavy < ALPHA
+    assert far_tail([light, heavy], ratio_of_means, 15, 1e-4).p_heavy < ALPHA
 
 
 def test_a_claim_beyond_its_pools_reach_is_inconclusive_unless_its_tail_rules_it_out():
@@ -195,7 +231,30 @@ def test_a_claim_beyond_its_pools_reach_is_inconclusive_unless_its_tail_rules_it
     table = evaluate(claims, {"exp": pool}).set_index("claim_id")
     assert table.loc["0.5", "p_high"] < ALPHA  # the pool alone would refute it
     assert table.loc["0.5", "verdict"] == "inconclusive"
-    assert "with a Pareto tail above the pool's largest 10 %" in table.loc["0.5", "note"]
+    assert "with a Pareto tail above the pool's largest 10 %," in table.loc["0.5", "note"]
+    assert table.loc["1000.0", "verdict"] == "not reproduced"
+
+
+def test_a_ratio_beyond_its_pools_reach_is_judged_with_its_arms_tails():
+    """The same pool as the arm d = 512 of a ratio claim over a baseline d = 32 whose 300
+    trials are all 1 (no tail to model): the ratio of 15-trial means is the mean itself, so
+    0.5 is inconclusive with the first arm's tail and 1,000 is not reproduced."""
+    heavy = 0.01 * pareto(1.0, 300, np.random.default_rng(10))
+    pool = pd.DataFrame(rows_of(heavy, dim=512) + rows_of(np.ones(300), dim=32))
+    claims = {
+        "heavy_tail": {"exp": {"pool": "exp", "paper_n": 15}},
+        "claims": [
+            {"claim_id": str(value), "where": "§", "statement": "s", "paper_value": value}
+            | {"table": "exp", "kind": "ratio"}
+            | {"baseline": {"component": "condition_number", "dim": 32}}
+            | {"filter": {"component": "condition_number", "dim": 512}}
+            for value in (0.5, 1000.0)
+        ],
+    }
+    table = evaluate(claims, {"exp": pool}).set_index("claim_id")
+    assert table.loc["0.5", "p_high"] < ALPHA  # the pool alone would refute it
+    assert table.loc["0.5", "verdict"] == "inconclusive"
+    assert "above the largest 10 % of the pool's arm 1 of 2," in table.loc["0.5", "note"]
     assert table.loc["1000.0", "verdict"] == "not reproduced"
 
 

@@ -332,23 +332,34 @@ def _judge_heavy_tail(claim: dict, row: dict, tables, pool: str, paper_n: int) -
     row.update(p_value=result.p, p_low=result.p_low, p_high=result.p_high)
     verdict_ = heavy_tail.predictive_verdict(result)
     far = ""
-    if verdict_ == "not reproduced" and len(samples) == 1 and float(low) > result.accepted_high:
-        verdict_, far = _judge_far_tail(samples[0], measure, int(paper_n), low, high)
+    # beyond the reach of the pool's own trials: above it, or below it where an arm other
+    # than the first can pull the statistic down (a ratio's baseline)
+    beyond = float(low) > result.accepted_high or (
+        len(samples) > 1 and float(high) < result.accepted_low
+    )
+    if verdict_ == "not reproduced" and beyond:
+        verdict_, far = _judge_far_tail(samples, measure, int(paper_n), low, high)
     row["verdict"] = verdict_
     return predictive_note(row, used) + far
 
 
-def _judge_far_tail(values, measure, paper_n: int, low, high) -> tuple[str, str]:
-    """A paper value above a one-arm pool's sampling distribution, judged with a Pareto tail
-    (:func:`matcond.stats.heavy_tail.far_tail`): ``not reproduced`` only where its tail
-    probability is below 0.05 over the tail index's whole interval, else ``inconclusive``
-    (the pool's own trials cannot say how far its tail reaches); and the note's words."""
-    far = heavy_tail.far_tail(values, measure, paper_n, float(low), float(high))
+def _judge_far_tail(samples, measure, paper_n: int, low, high) -> tuple[str, str]:
+    """A paper value beyond the pool's sampling distribution, judged with a Pareto tail on each
+    arm in turn (:func:`matcond.stats.heavy_tail.far_tail`): ``not reproduced`` only where its
+    tail probability is below 0.05 over the whole tail index interval of every arm that can
+    be modelled, else ``inconclusive`` (the pool's own trials cannot say how far its tail
+    reaches); and the note's words."""
+    far = heavy_tail.far_tail(samples, measure, paper_n, float(low), float(high))
     if far is None:
         return "not reproduced", ""
     verdict_ = "not reproduced" if far.p_heavy < heavy_tail.ALPHA else "inconclusive"
+    share = f"largest {100 * far.share:.0f} %"
+    if len(samples) == 1:
+        where = f"the pool's {share}"
+    else:  # the claim's arms in order: filter, baseline (per value of `over`)
+        where = f"the {share} of the pool's arm {far.arm + 1} of {len(samples)}"
     return verdict_, (
-        f"; with a Pareto tail above the pool's largest {100 * far.share:.0f} %, its tail "
+        f"; with a Pareto tail above {where}, its tail "
         f"probability is {far.p_light:.2g} to {far.p_heavy:.2g} over the tail index's "
         f"interval ({far.p_estimate:.2g} at its estimate)"
     )

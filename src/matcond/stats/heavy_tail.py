@@ -19,9 +19,9 @@ from a large pool of our trials (its sampling distribution; docs/statistics-and-
   it, with that probability's own 95 % interval from resampling the pool (the pool is a
   finite sample too), widened to hold the probability itself; and the range of values the
   verdict accepts (:func:`accepted_range`).
-- :func:`far_tail`: the same tail probability where the pool's largest trials are replaced
+- :func:`far_tail`: the same tail probability where one arm's largest trials are replaced
   by a Pareto tail (fitted as :func:`hill` fits it), at each end of the tail index's
-  interval: for a paper value beyond what the pool's own trials can reach.
+  interval, each arm in turn: for a paper value beyond what the pool's own trials can reach.
 """
 
 from __future__ import annotations
@@ -234,58 +234,72 @@ def predictive(
 
 @dataclass(frozen=True)
 class FarTail:
-    """A paper value's tail probability under a pool whose top ``share`` is a Pareto tail:
-    ``p_heavy`` at the low end of the tail index's interval (the heaviest tail it admits,
-    the largest probability), ``p_estimate`` at Hill's estimate, ``p_light`` at the high
+    """A paper value's tail probability under a pool whose arm ``arm`` has its top ``share``
+    replaced by a Pareto tail: ``p_heavy`` at the low end of that arm's tail index interval
+    (the heaviest tail it admits), ``p_estimate`` at Hill's estimate, ``p_light`` at the high
     end."""
 
     p_heavy: float
     p_estimate: float
     p_light: float
     share: float
+    arm: int
 
 
 def tail_model_draws(
-    values: np.ndarray, alpha: float, shape: tuple[int, int], rng: np.random.Generator
+    values: np.ndarray, alpha: float, index: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """Trial values of the shape ``shape`` from ``values`` (non-negative) with their tail
-    modelled: below the threshold of :func:`hill` (the (k+1)-th largest value u) the pool's
-    own values, resampled; with probability k / N a draw of the Pareto law of index
-    ``alpha`` above u, ``u U^(-1/alpha)`` (U uniform on (0, 1])."""
-    x = np.sort(np.asarray(values, dtype=float))[::-1]
-    k = _hill_k(x.size)
-    body, threshold = x[k:], x[k]
-    out = body[rng.integers(0, body.size, size=shape)]
-    tail = rng.random(shape) < k / x.size
+    """The trials ``index`` of ``values`` (non-negative, finite) with their tail modelled:
+    a trial among the k largest (:func:`hill`'s k) is replaced by a draw of the Pareto law of
+    index ``alpha`` above the (k+1)-th largest value u, ``u U^(-1/alpha)`` (U uniform on
+    (0, 1]); the others are their own values, so a draw stays paired with other arms."""
+    order = np.argsort(values, kind="stable")
+    k = _hill_k(values.size)
+    in_tail = np.zeros(values.size, dtype=bool)
+    in_tail[order[-k:]] = True
+    out = values[index]
+    tail = in_tail[index]
+    threshold = values[order[-k - 1]]
     out[tail] = threshold * (1.0 - rng.random(np.count_nonzero(tail))) ** (-1.0 / alpha)
     return out
 
 
 def far_tail(
-    values: np.ndarray,
+    pool: Sequence[np.ndarray],
     measure: Callable[..., np.ndarray],
     n: int,
     low: float,
     high: float | None = None,
 ) -> FarTail | None:
     """The tail probability of the value ``low`` (or the range [``low``, ``high``]) under
-    ``measure`` over ``n`` trials of ``values`` (one arm, non-negative) with a Pareto tail
+    ``measure`` over ``n`` trials of ``pool`` (one array per arm, paired as in
+    :func:`predictive`) where one arm's largest trials are a Pareto tail
     (:func:`tail_model_draws`) of index at the low end, the estimate and the high end of
-    :func:`hill`'s interval; None where there is no finite tail index or a value is
-    negative."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    tail = hill(values)
-    if not (np.all(values >= 0) and 0 < tail.low and math.isfinite(tail.high)):
-        return None
-    probabilities = []
-    for alpha in (tail.low, tail.estimate, tail.high):
-        rng = np.random.default_rng(SEED)
-        draws = tail_model_draws(values, alpha, (DRAWS, n), rng)
-        with np.errstate(all="ignore"):
-            statistics = np.asarray(measure(draws, axis=-1), dtype=float)
-        probabilities.append(tail_probability(statistics, low, high))
-    return FarTail(*probabilities, share=tail.k / values.size)
+    :func:`hill`'s interval. Each arm with non-negative values and a finite tail index is
+    modelled in turn, the others drawn as they are; the result is the arm whose modelled
+    tail gives the value its largest probability (the reach most favourable to the value);
+    None where no arm can be modelled."""
+    pool = [np.asarray(s, dtype=float) for s in pool]
+    finite = np.logical_and.reduce([np.isfinite(s) for s in pool])  # paired trials stay so
+    pool = [s[finite] for s in pool]
+    best = None
+    for position, values in enumerate(pool):
+        tail = hill(values)
+        if not (np.all(values >= 0) and 0 < tail.low and math.isfinite(tail.high)):
+            continue
+        probabilities = []
+        for alpha in (tail.low, tail.estimate, tail.high):
+            rng = np.random.default_rng(SEED)
+            index = rng.integers(0, values.size, size=(DRAWS, n))
+            samples = [s[index] for s in pool]
+            samples[position] = tail_model_draws(values, alpha, index, rng)
+            with np.errstate(all="ignore"):
+                statistics = np.asarray(measure(*samples, axis=-1), dtype=float)
+            probabilities.append(tail_probability(statistics, low, high))
+        result = FarTail(*probabilities, share=tail.k / values.size, arm=position)
+        if best is None or result.p_heavy > best.p_heavy:
+            best = result
+    return best
 
 
 def predictive_verdict(result: Predictive) -> str:
