@@ -1,11 +1,12 @@
 # How this run executes, not what it computes: the job server, the checks before any job
-# starts (results directory, memory, GPU, SLURM, the report's inputs) and the damaged outputs
-# set aside before the DAG is built.
+# starts (results directory, memory, GPU, SLURM, the report's inputs), Snakemake's job rate
+# limiter (off in a local run) and the damaged outputs set aside before the DAG is built.
 import atexit
 
 from matcond.server.client import ADDRESS_ENV
 from matcond.execution.joblog import RUN_PID_ENV
 from matcond.server.jobserver import JobServer, slurm_group_rules
+from matcond.execution.scheduler import drop_job_rate_limiter
 from matcond.execution.slurm import slurm_problem
 from matcond.core.config import check_results_dir, results_dir_problem
 from matcond.core.console import note, say
@@ -73,6 +74,8 @@ onstart:
         # local jobs end with this process (matcond.execution.joblog)
         os.environ[RUN_PID_ENV] = str(os.getpid())
         start_job_server()
+        # Snakemake's job rate limiter cost a fifth of a core (matcond.execution.scheduler)
+        drop_job_rate_limiter(workflow)
 
 
 onsuccess:
