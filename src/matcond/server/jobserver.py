@@ -21,8 +21,10 @@ and the server forks a child that runs exactly what the job would have run in it
   killer) is reported to its job with that signal. Children die with the server, and the
   server with the Snakemake process that started it (``PR_SET_PDEATHSIG`` on Linux; it is
   also in Snakemake's process group, so Ctrl-C and ``kill -- -<pgid>`` reach it).
-- A connection is read in a thread of its own, and dropped if it sends no request within
-  :data:`REQUEST_SECONDS`: an idle client holds up no other job. A request line longer than
+- The server has one thread, which accepts, reads the requests, forks and reaps, so that a
+  fork never copies a lock that another thread holds (and Python 3.12 does not warn of it).
+  A connection that sends no request within :data:`REQUEST_SECONDS` is dropped: an idle
+  client holds up no other job. A request line longer than
   :data:`MAX_REQUEST_BYTES`, and a connection beyond :data:`MAX_CONNECTIONS` (or a quarter of
   the descriptors the process may open) served at once, are answered BUSY: the job runs in
   its own process, as it does when the listen backlog (:data:`BACKLOG`) is full. A job checks every
@@ -54,6 +56,7 @@ import json
 import os
 import pkgutil
 import secrets
+import selectors
 import shutil
 import signal
 import socket
@@ -91,7 +94,13 @@ MAX_CONNECTIONS = 256
 # The server's BLAS and OpenMP start on one thread, the `threads` of every rule: a forked
 # child that lowers OpenBLAS's thread count itself runs small problems at half speed (a d = 32
 # trial computed 0.09 s instead of 0.05 s); at the job's own count, execute's limit is a no-op.
-SERVER_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+# With pyarrow's jemalloc started without its background thread (pyarrow allocates through
+# mimalloc; jemalloc only purges), the server is one thread when it forks.
+SERVER_THREADS = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+}
 
 
 def slurm_group_rules(argv: Sequence[str]) -> list[str]:
@@ -184,20 +193,7 @@ def serve(address: str, rules: Sequence[str] = ()) -> None:
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     os.dup2(2, 1)  # from now on, stdout (the children's too) goes where Snakemake's stderr goes
-    token = os.environ.get(TOKEN_ENV, "")
-    slots = threading.BoundedSemaphore(connection_cap())
-    while True:
-        try:
-            conn, _ = listener.accept()
-        except OSError:  # out of descriptors (EMFILE) for a moment: the jobs wait in the backlog
-            time.sleep(0.1)
-            continue
-        if not slots.acquire(blocking=False):
-            _busy(conn)
-            continue
-        threading.Thread(
-            target=_serve_one, args=(conn, listener, token, slots), daemon=True
-        ).start()
+    _Loop(listener, os.environ.get(TOKEN_ENV, ""), connection_cap()).run()
 
 
 def connection_cap() -> int:
@@ -212,66 +208,141 @@ def connection_cap() -> int:
 def _busy(conn: socket.socket) -> None:
     """Answer BUSY (the job runs in its own process) and close."""
     with contextlib.suppress(OSError):
+        conn.setblocking(True)
         conn.settimeout(1.0)
         conn.sendall(BUSY)
     conn.close()
 
 
-def _serve_one(
-    conn: socket.socket, listener: socket.socket, token: str, slots: threading.Semaphore
-) -> None:
-    """Serve one connection, then free its slot (:func:`_serve_request`)."""
-    try:
-        _serve_request(conn, listener, token)
-    finally:
-        slots.release()
+class _Loop:
+    """The server's one thread: accept connections, read each one's request line (a client
+    that sends none within :data:`REQUEST_SECONDS` is dropped and holds up no other; one
+    longer than :data:`MAX_REQUEST_BYTES` is answered BUSY), refuse a request without
+    ``token`` (another run's job: it then runs in its own process and its log says so), fork
+    each job's child and report the child's death. One thread, so that every fork copies a
+    process in which no other thread can hold a lock the child needs; children's deaths
+    arrive as SIGCHLD through the selector (:func:`signal.set_wakeup_fd`)."""
 
+    def __init__(self, listener: socket.socket, token: str, cap: int):
+        self.listener, self.token, self.cap = listener, token, cap
+        self.reading: dict[socket.socket, tuple[float, bytearray]] = {}  # deadline, bytes so far
+        self.running: dict[int, socket.socket] = {}  # child pid -> its job's connection
+        self.selector = selectors.DefaultSelector()
+        self.wake_read, self.wake_write = os.pipe()
+        for fd in (self.wake_read, self.wake_write):
+            os.set_blocking(fd, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the fd is written
+        signal.set_wakeup_fd(self.wake_write)
+        self.selector.register(listener, selectors.EVENT_READ, self._accept)
+        self.selector.register(self.wake_read, selectors.EVENT_READ, self._reap)
 
-def _serve_request(conn: socket.socket, listener: socket.socket, token: str) -> None:
-    """Read one request (a client that sends none within :data:`REQUEST_SECONDS` is dropped,
-    and holds up no other; one longer than :data:`MAX_REQUEST_BYTES` is answered BUSY); refuse
-    it without ``token`` (another run's job: it then runs in its own process and its log says
-    so), else fork its child and report the child's death."""
-    try:
-        conn.settimeout(REQUEST_SECONDS)
-        request = conn.makefile("rb").readline(MAX_REQUEST_BYTES + 1)
-        conn.settimeout(None)
-    except OSError:
-        request = b""
-    if not request:  # the job went away before sending it, or sent no line
-        conn.close()
-        return
-    if not request.endswith(b"\n"):  # longer than MAX_REQUEST_BYTES (or cut short)
-        say(f"job server: a request over {MAX_REQUEST_BYTES} bytes, not read")
-        _busy(conn)
-        return
-    try:
-        sent = json.loads(request)
-    except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
-        sent = None
-    sent = sent if isinstance(sent, dict) else {}
-    if sent.get("token") != token:
-        with contextlib.suppress(OSError):
-            conn.sendall(REFUSED)
-        conn.close()
-        log = sent.get("log", "?")
-        say(f"job server: refused a job without this run's token (log {log})")
-        return
-    pid = os.fork()
-    if pid == 0:
-        listener.close()
-        _run_child(conn, sent)
-    _report_death(pid, conn)
+    def run(self) -> None:
+        """Serve until the process is stopped (never returns)."""
+        while True:
+            deadline = min((d for d, _ in self.reading.values()), default=None)
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            for key, _ in self.selector.select(timeout):
+                key.data(key.fileobj)
+            now = time.monotonic()
+            for conn in [c for c, (d, _) in self.reading.items() if d <= now]:
+                self._drop(conn)
+                conn.close()
 
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:  # out of descriptors (EMFILE) for a moment: the jobs wait in the backlog
+            time.sleep(0.1)
+            return
+        if len(self.reading) + len(self.running) >= self.cap:
+            _busy(conn)
+            return
+        conn.setblocking(False)
+        self.reading[conn] = (time.monotonic() + REQUEST_SECONDS, bytearray())
+        self.selector.register(conn, selectors.EVENT_READ, self._read)
 
-def _report_death(pid: int, conn: socket.socket) -> None:
-    """Reap child ``pid``; if a signal killed it (before it could send its status), send the
-    job minus the signal's number, so that the job says what happened."""
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        with contextlib.suppress(OSError):
-            conn.sendall(f"{-os.WTERMSIG(status)}\n".encode())
-    conn.close()
+    def _drop(self, conn: socket.socket) -> None:
+        """Stop reading ``conn`` (its request is read, or it never comes)."""
+        self.selector.unregister(conn)
+        del self.reading[conn]
+
+    def _read(self, conn: socket.socket) -> None:
+        received = self.reading[conn][1]
+        try:
+            while chunk := conn.recv(1 << 16):
+                received += chunk
+                if b"\n" in chunk or len(received) > MAX_REQUEST_BYTES:
+                    break
+            else:  # closed: the job went away before it sent a whole line
+                self._drop(conn)
+                conn.close()
+                return
+        except BlockingIOError:  # all there is for now
+            pass
+        except OSError:  # reset
+            self._drop(conn)
+            conn.close()
+            return
+        line, newline, _ = received.partition(b"\n")
+        if newline and len(line) < MAX_REQUEST_BYTES:
+            self._drop(conn)
+            self._start(conn, bytes(line))
+        elif len(received) > MAX_REQUEST_BYTES:
+            self._drop(conn)
+            say(f"job server: a request over {MAX_REQUEST_BYTES} bytes, not read")
+            _busy(conn)
+
+    def _start(self, conn: socket.socket, request: bytes) -> None:
+        """Refuse ``request`` without this run's token, else fork the job's child."""
+        conn.setblocking(True)
+        try:
+            sent = json.loads(request)
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
+            sent = None
+        sent = sent if isinstance(sent, dict) else {}
+        if sent.get("token") != self.token:
+            with contextlib.suppress(OSError):
+                conn.sendall(REFUSED)
+            conn.close()
+            log = sent.get("log", "?")
+            say(f"job server: refused a job without this run's token (log {log})")
+            return
+        pid = os.fork()
+        if pid == 0:
+            self._leave(conn)
+            _run_child(conn, sent)
+        self.running[pid] = conn
+
+    def _leave(self, conn: socket.socket) -> None:
+        """In a child: close everything of the server's but the job's connection ``conn``."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for other in [self.listener, *self.reading, *self.running.values()]:
+            other.close()
+        self.selector.close()
+        os.close(self.wake_read)
+        os.close(self.wake_write)
+
+    def _reap(self, _) -> None:
+        """Reap every child that has ended; one a signal killed (before it could send its
+        status) is reported to its job as minus the signal's number."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.wake_read, 4096):
+                pass
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # no child at all
+                return
+            if pid == 0:
+                return
+            conn = self.running.pop(pid, None)
+            if conn is None:
+                continue
+            if os.WIFSIGNALED(status):
+                with contextlib.suppress(OSError):
+                    conn.sendall(f"{-os.WTERMSIG(status)}\n".encode())
+            conn.close()
 
 
 def _remove_stale_directories() -> None:
