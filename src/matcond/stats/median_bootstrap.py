@@ -19,7 +19,11 @@ smallest support value whose cumulative probability reaches it (within 1e-12, so
 rounding in the sums cannot move a quantile that sits on a jump).
 
 Cost: n (odd) or n(n+1)/2 (even) support points per group; groups of one size share the
-probabilities and are handled together.
+probabilities and are handled together. Most of those points are pairs the resample's median
+almost never takes (far from the middle, or far apart): the points whose probabilities add up
+to at most :data:`DROPPED_PROBABILITY` in absolute value are left out, so that no cumulative
+probability moves by more than a thousandth of :data:`LEVEL_TOLERANCE` (at n = 940, 6,254
+of 442,270 points stay).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from scipy import special, stats
 
 # a cumulative probability within this of a level counts as reaching it
 LEVEL_TOLERANCE = 1e-12
+# support points whose probabilities add up to at most this (in absolute value) are left out
+DROPPED_PROBABILITY = 1e-15
 # groups per block: about this many support points (values, probabilities, cumulative sums)
 SUPPORT_PER_BLOCK = 1 << 20
 
@@ -38,7 +44,17 @@ SUPPORT_PER_BLOCK = 1 << 20
 @functools.cache
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions (0-based, i <= j) of the two order statistics whose mean is the resample's
-    median, and their probabilities (for odd n, i = j is the middle one)."""
+    median, and their probabilities (for odd n, i = j is the middle one), without the least
+    likely points that add up to at most :data:`DROPPED_PROBABILITY`."""
+    i, j, p = _all_pairs(n)
+    by_size = np.argsort(np.abs(p), kind="stable")
+    dropped = np.searchsorted(np.cumsum(np.abs(p[by_size])), DROPPED_PROBABILITY, "right")
+    kept = np.sort(by_size[dropped:])
+    return i[kept], j[kept], p[kept]
+
+
+def _all_pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_pairs` with every support point."""
     k = np.arange(1, n + 1)
     if n % 2:
         m = n // 2
