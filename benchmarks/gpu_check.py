@@ -15,7 +15,9 @@ machine lacks). It prints, in order:
    logs (``device=... trials=... compute_seconds=...``): trials, trials per compute-second
    and the measured seconds per trial over the floor (4 B d^2 FLOP per step and layer at the
    device's rate above); the job-seconds per rule; the share of samples in which the GPU
-   was busy and its mean utilisation.
+   was busy and its mean utilisation;
+5. where the run got as far as its claims table, how many verdicts differ from the 2-core
+   CPU snapshot's (``docs/paper-run/claims.csv``; meant for the paper config).
 
 On a machine without a GPU (to test this script) the GPU parts say so and the rest runs:
     python benchmarks/gpu_check.py --seconds 200 --configfile config/test/config.yaml
@@ -34,13 +36,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from matcond.execution.forked import fork_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_floor import gemm_rate  # noqa: E402
-from workflow_bench import job_intervals, rule_seconds  # noqa: E402
+from workflow_bench import REPO, job_intervals, rule_seconds  # noqa: E402
 
 LOG_LINE = re.compile(r"device=(\S+) trials=(\d+) compute_seconds=([\d.]+)")
 CLASS = re.compile(
@@ -124,6 +127,27 @@ def job_seconds(directory: Path) -> None:
     print(f"job-seconds {table.sum():.0f}: {shown}")
 
 
+def verdicts_against_snapshot(directory: Path) -> None:
+    """Part 5: the claims whose verdict, law verdict or reading robustness differs from the
+    snapshot's, and the claims table's devices."""
+    table = directory / "results" / "claims.csv"
+    if not table.exists():
+        print("no claims table: the run did not get that far")
+        return
+    ours = pd.read_csv(table).set_index("claim_id")
+    snapshot = pd.read_csv(REPO / "docs" / "paper-run" / "claims.csv").set_index("claim_id")
+    shared = ours.index.intersection(snapshot.index)
+    columns = ["verdict", "law_verdict", "reading_robust"]
+    a, b = ours.loc[shared, columns].fillna(""), snapshot.loc[shared, columns].fillna("")
+    moved = shared[(a != b).any(axis=1)]
+    print(
+        f"claims: {len(ours)} here, {len(snapshot)} in docs/paper-run, {len(shared)} shared; "
+        f"{len(moved)} differ in verdict, law verdict or reading robustness"
+        + (f": {', '.join(moved)}" if len(moved) else "")
+    )
+    print("devices:", ours["device"].fillna("none").value_counts().to_dict())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=420, help="the run's limit")
@@ -158,6 +182,7 @@ def main() -> None:
         print(f"GPU busy in {busy:.0%} of {len(samples)} samples, mean utilisation {mean:.0f} %")
     else:
         print("GPU utilisation not sampled (no nvidia-smi)")
+    verdicts_against_snapshot(args.directory)
 
 
 if __name__ == "__main__":
