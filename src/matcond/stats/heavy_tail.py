@@ -291,8 +291,10 @@ def far_tail(
         for alpha in (tail.low, tail.estimate, tail.high):
             rng = np.random.default_rng(SEED)
             index = rng.integers(0, values.size, size=(DRAWS, n))
-            samples = [s[index] for s in pool]
-            samples[position] = tail_model_draws(values, alpha, index, rng)
+            samples = [
+                tail_model_draws(values, alpha, index, rng) if arm == position else s[index]
+                for arm, s in enumerate(pool)
+            ]
             with np.errstate(all="ignore"):
                 statistics = np.asarray(measure(*samples, axis=-1), dtype=float)
             probabilities.append(tail_probability(statistics, low, high))
