@@ -267,28 +267,31 @@ class _Loop:
         del self.reading[conn]
 
     def _read(self, conn: socket.socket) -> None:
+        """Read what ``conn`` has sent; once its request line is whole, start it; once it is
+        over :data:`MAX_REQUEST_BYTES`, answer BUSY; if the job went away first, close."""
         received = self.reading[conn][1]
+        closed = False
         try:
             while chunk := conn.recv(1 << 16):
                 received += chunk
                 if b"\n" in chunk or len(received) > MAX_REQUEST_BYTES:
                     break
-            else:  # closed: the job went away before it sent a whole line
-                self._drop(conn)
-                conn.close()
-                return
+            else:  # closed before it sent a whole line
+                closed = True
         except BlockingIOError:  # all there is for now
             pass
         except OSError:  # reset
-            self._drop(conn)
-            conn.close()
-            return
+            closed = True
         line, newline, _ = received.partition(b"\n")
-        if newline and len(line) < MAX_REQUEST_BYTES:
-            self._drop(conn)
+        whole = bool(newline) and len(line) < MAX_REQUEST_BYTES
+        if not (whole or closed or len(received) > MAX_REQUEST_BYTES):
+            return  # more to come
+        self._drop(conn)
+        if whole:
             self._start(conn, bytes(line))
-        elif len(received) > MAX_REQUEST_BYTES:
-            self._drop(conn)
+        elif closed:
+            conn.close()
+        else:
             say(f"job server: a request over {MAX_REQUEST_BYTES} bytes, not read")
             _busy(conn)
 
