@@ -9,6 +9,7 @@ import scipy.linalg
 from matcond.condition_number.components import (
     compare,
     component_names,
+    describe_target,
     relative_error,
     singular_values,
 )
@@ -139,14 +140,20 @@ def values(comparisons) -> np.ndarray:
     return np.array([(c.trained, c.target, c.error) for c in comparisons])
 
 
-def test_a_given_target_spectrum_and_a_missing_target_change_nothing():
-    """A trial hands compare() its target's singular values once; a matrix without a target
-    is described by the same trained values as when compared with a copy of itself."""
+def test_a_described_target_and_a_missing_target_change_nothing():
+    """A trial hands compare() its target described once (a finite one, a rank-deficient one
+    and one with an infinite entry); a matrix without a target is described by the same
+    trained values as when compared with a copy of itself."""
     rng = np.random.default_rng(2)
     w, t = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
     t[:, 3] = t[:, 2]  # rank deficient: kappa(t) = inf, the pseudo-condition cut at rank 3
-    given = compare(w, t, target_singular_values=singular_values(t))
-    np.testing.assert_array_equal(values(given), values(compare(w, t)))
+    infinite = t.copy()
+    infinite[0, 0] = np.inf
+    for target in (rng.standard_normal((5, 4)), t, infinite):
+        given = compare(w, describe_target(target))
+        np.testing.assert_array_equal(values(given), values(compare(w, target)))
+        with_spectrum = describe_target(target, singular_values(target))
+        np.testing.assert_array_equal(values(given), values(compare(w, with_spectrum)))
     alone, with_copy = values(compare(w, None)), values(compare(w, w.copy()))
     np.testing.assert_array_equal(alone[:, 0], with_copy[:, 0])
     assert np.all(np.isnan(alone[:, 1:]))

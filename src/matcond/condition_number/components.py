@@ -59,15 +59,23 @@ def relative_error(a: np.ndarray | float, b: np.ndarray | float) -> float:
         if b == 0:
             return 0.0 if num == 0.0 else float("inf")
         return float(num / abs(b))
-    a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    if not np.isfinite(b).all():
+    return _array_error(a, b, _norm_if_finite(b))
+
+
+def _norm_if_finite(b: np.ndarray) -> float:
+    """||b|| (of its entries as one vector), or NaN when an entry is not finite."""
+    return float(np.linalg.norm(np.ravel(b))) if np.isfinite(b).all() else float("nan")
+
+
+def _array_error(a: np.ndarray, b: np.ndarray, b_norm: float) -> float:
+    """:func:`relative_error` of two arrays, ``b_norm`` being :func:`_norm_if_finite` of b."""
+    if math.isnan(b_norm):
         return float("nan")
-    num = float(np.linalg.norm(np.ravel(a - b)))
-    den = float(np.linalg.norm(np.ravel(b)))
-    if den == 0.0:
+    num = float(np.linalg.norm(np.ravel(np.asarray(a, dtype=np.float64) - b)))
+    if b_norm == 0.0:
         return 0.0 if num == 0.0 else float("inf")
-    return num / den
+    return num / b_norm
 
 
 def singular_values(w: np.ndarray) -> np.ndarray:
@@ -132,20 +140,43 @@ def component_names(effective_rank_thresholds: Sequence[float]) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Target:
+    """A target's side of every vector component and the norms its errors divide by
+    (:func:`_norm_if_finite`), computed once: a trial compares every recorded matrix with one
+    fixed target (:func:`describe_target`)."""
+
+    matrix: np.ndarray
+    singular_values: np.ndarray
+    row_norms: np.ndarray
+    col_norms: np.ndarray
+    frobenius_norm: float
+    norms: dict[str, float]
+
+
+def describe_target(target: np.ndarray, spectrum: np.ndarray | None = None) -> Target:
+    """The :class:`Target` of ``target`` (float64); ``spectrum``: its singular values where
+    the caller has them."""
+    t = np.asarray(target, dtype=np.float64)
+    s = singular_values(t) if spectrum is None else np.asarray(spectrum, dtype=np.float64)
+    rows, cols = np.linalg.norm(t, axis=1), np.linalg.norm(t, axis=0)
+    vectors = {"row_norms": rows, "col_norms": cols, "singular_values": s, "overall": t}
+    norms = {k: _norm_if_finite(v) for k, v in vectors.items()}
+    return Target(t, s, rows, cols, float(np.linalg.norm(t)), norms)
+
+
 def compare(
     trained: np.ndarray,
-    target: np.ndarray | None,
+    target: np.ndarray | Target | None,
     *,
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
-    target_singular_values: np.ndarray | None = None,
 ) -> list[ComponentError]:
-    """Every component of ``trained`` against the same component of ``target``.
+    """Every component of ``trained`` against the same component of ``target`` (a matrix, or
+    its :func:`describe_target` where the caller keeps one).
 
     With ``target=None`` (a matrix that has no target, e.g. one layer of a deep linear net)
-    only the trained values are given; targets and errors are NaN. ``target_singular_values``
-    are :func:`singular_values` of ``target`` where the caller has them (a trial compares
-    every recorded matrix with one fixed target).
+    only the trained values are given; targets and errors are NaN.
     """
     w = np.asarray(trained, dtype=np.float64)
     if target is None:
@@ -154,7 +185,9 @@ def compare(
             w, w, effective_rank_thresholds=effective_rank_thresholds, rank_rtol=rank_rtol
         )
         return [ComponentError(c.component, c.trained, nan, nan) for c in described]
-    t = np.asarray(target, dtype=np.float64)
+    if not isinstance(target, Target):  # a matrix compared with itself has one spectrum
+        target = describe_target(target, singular_values(w) if target is w else None)
+    t = target.matrix
     if w.shape != t.shape or w.ndim != 2:
         raise ValueError(f"need two matrices of one shape, got {w.shape} and {t.shape}")
     nan = float("nan")
@@ -163,33 +196,22 @@ def compare(
             ComponentError(name, nan, nan, nan)
             for name in component_names(effective_rank_thresholds)
         ]
-    sw = singular_values(w)
-    if target_singular_values is not None:
-        st = np.asarray(target_singular_values, dtype=np.float64)
-    else:  # a matrix compared with itself (no target, above) has one spectrum
-        st = sw if t is w else singular_values(t)
+    sw, st = singular_values(w), target.singular_values
     target_rank = numerical_rank(st, rank_rtol)
 
     def scalar(name: str, a: float, b: float) -> ComponentError:
         return ComponentError(name, a, b, relative_error(a, b))
 
+    def vector(name: str, a: np.ndarray, b: np.ndarray) -> ComponentError:
+        return ComponentError(name, nan, nan, _array_error(a, b, target.norms[name]))
+
     kw, kt = condition_number(sw, rank_rtol), condition_number(st, rank_rtol)
     log_kw, log_kt = _log(kw), _log(kt)
     log_err = abs(log_kw - log_kt) if np.isfinite(log_kt) else nan
-    out = [
-        ComponentError(
-            "row_norms",
-            nan,
-            nan,
-            relative_error(np.linalg.norm(w, axis=1), np.linalg.norm(t, axis=1)),
-        ),
-        ComponentError(
-            "col_norms",
-            nan,
-            nan,
-            relative_error(np.linalg.norm(w, axis=0), np.linalg.norm(t, axis=0)),
-        ),
-        ComponentError("singular_values", nan, nan, relative_error(sw, st)),
+    return [
+        vector("row_norms", np.linalg.norm(w, axis=1), target.row_norms),
+        vector("col_norms", np.linalg.norm(w, axis=0), target.col_norms),
+        vector("singular_values", sw, st),
         scalar("spectral_norm", float(sw[0]), float(st[0])),
         scalar("condition_number", kw, kt),
         scalar(
@@ -203,7 +225,6 @@ def compare(
             for thr in effective_rank_thresholds
         ),
         scalar("spectral_gap", spectral_gap(sw), spectral_gap(st)),
-        scalar("frobenius_norm", float(np.linalg.norm(w)), float(np.linalg.norm(t))),
-        ComponentError("overall", nan, nan, relative_error(w, t)),
+        scalar("frobenius_norm", float(np.linalg.norm(w)), target.frobenius_norm),
+        vector("overall", w, t),
     ]
-    return out

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import save_file
 
 from matcond.condition_number.batching import seeds_side_by_side
-from matcond.condition_number.components import compare, singular_values
+from matcond.condition_number.components import compare, describe_target, singular_values
 from matcond.condition_number.models import teacher_weights
 from matcond.condition_number.training import TrainingOutcome, train
 from matcond.core.files import (
@@ -80,14 +80,14 @@ class _TrialRecorder:
 
     def __init__(self, spec: dict):
         self.spec, self.targets, self.rows = spec, teacher_weights(spec), []
-        self.stages, self.spectra = {"target": self.targets}, {}
+        self.stages, self.described = {"target": self.targets}, {}
 
-    def target_spectrum(self, name: str) -> np.ndarray | None:
-        """The singular values of the target of matrix ``name`` (None without one), once."""
-        if name not in self.spectra:
+    def target(self, name: str):
+        """The :func:`describe_target` of matrix ``name``'s target (None without one), once."""
+        if name not in self.described:
             target = self.targets.get(name)
-            self.spectra[name] = None if target is None else singular_values(target)
-        return self.spectra[name]
+            self.described[name] = None if target is None else describe_target(target)
+        return self.described[name]
 
     def record(self, epoch: int, matrices: dict, loss: float, gradient) -> None:
         """matcond.condition_number.training.RecordFn for this trial: its components at
@@ -98,16 +98,15 @@ class _TrialRecorder:
         for name, weight in matrices.items():
             comparisons = compare(
                 weight,
-                self.targets.get(name),
+                self.target(name),
                 effective_rank_thresholds=spec["effective_rank_thresholds"],
                 rank_rtol=spec["rank_rtol"],
-                target_singular_values=self.target_spectrum(name),
             )
             self.rows.extend(
                 (name, epoch, c.component, c.trained, c.target, c.error, loss) for c in comparisons
             )
         if gradient is not None:
-            target_s = self.target_spectrum("product")
+            target_s = self.target("product").singular_values
             spectrum = _spectrum_rows(matrices["product"], target_s, gradient)
             self.rows.extend(("product", epoch, *row, loss) for row in spectrum)
 
