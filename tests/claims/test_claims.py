@@ -30,6 +30,7 @@ from matcond.claims.evaluate import (
 from matcond.claims.markdown import scorecard, summary_markdown, to_markdown
 from matcond.claims.measure import band, printed_half_unit
 from matcond.claims.readings import (
+    admitted,
     calibrate,
     evaluate_readings,
     readings_scorecard,
@@ -356,6 +357,19 @@ def test_the_sensitivity_counts_the_verdicts_under_the_admitted_readings():
     card = scorecard(out.reset_index()).set_index("source")
     assert card.loc[PAPER, ["readings measure", "reading-robust"]].tolist() == [2, 1]
     assert with_sensitivity(table, readings, None)["reading_robust"].isna().all()
+
+
+def test_an_arm_is_admitted_by_the_settings_it_names():
+    """A reading that leaves a setting at the experiment's own value (exp7's init, exp6's row
+    scale) is judged by the settings it does vary; one named value outside the admitted
+    ones leaves it out."""
+    sensitivity = {"init": ["gaussian"], "init_scale": [0.01, 0.02], "row_log_std": [0.25, 0.5]}
+    assert admitted("row_log_std=0.25", sensitivity)
+    assert admitted("init=gaussian, init_scale=0.02", sensitivity)
+    assert admitted("init=gaussian, init_scale=0.01, row_log_std=0.5", sensitivity)
+    assert not admitted("row_log_std=0.75", sensitivity)
+    assert not admitted("init=gaussian, init_scale=0.03, row_log_std=0.5", sensitivity)
+    assert not admitted("init=orthogonal", sensitivity)
 
 
 def test_a_missing_baseline_of_the_direction_check_is_not_comparable(tables):
@@ -743,7 +757,8 @@ def test_a_pool_must_hold_every_setting_of_its_experiment():
 def test_calibration_rejects_by_the_facts_and_picks_by_the_kappa_claim():
     """Three readings: A misses a norm fact that B and C meet (rejected), B and C meet it; the
     kappa claim's tail probability is largest under A, then C: the pick is C. A fact no
-    reading meets rejects none. The held-out count leaves the calibration's claims out."""
+    reading meets rejects none. The held-out count leaves the calibration's claims out, and
+    the readings that measure none of them (another experiment's, for the sensitivity only)."""
     rows = []
     for arm, fact, kappa_p, other in (
         ("A", "not reproduced", 0.9, "consistent"),
@@ -756,6 +771,9 @@ def test_calibration_rejects_by_the_facts_and_picks_by_the_kappa_claim():
             {"arm": arm, "claim_id": "kappa", "verdict": "consistent", "p_value": kappa_p},
             {"arm": arm, "claim_id": "held", "verdict": other, "p_value": 0.5},
         ]
+    elsewhere = {"arm": "B", "claim_id": "exp4", "verdict": "consistent", "p_value": 0.5}
+    rows = [{**row, "reading": "calibrating"} for row in rows]
+    rows.append({**elsewhere, "reading": "sensitivity only"})
     readings = pd.DataFrame(rows).assign(p_low=0.0, p_high=1.0, source=PAPER)
     calibration = {"facts": ["norm", "never"], "kappa": "kappa"}
     table = calibrate(readings, calibration).set_index("arm")

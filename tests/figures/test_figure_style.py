@@ -282,3 +282,24 @@ def test_the_readings_figure_has_a_colour_for_every_verdict():
     """A verdict the claims table can give that the readings figure has no colour for stops
     the plot job (it did for *too few trials*)."""
     assert set(VERDICT_COLORS) == set(VERDICTS)
+
+
+def test_the_readings_figure_leaves_blank_a_reading_that_does_not_measure_a_claim(monkeypatch):
+    """Readings of different experiments have different arms (exp7 reads its row scale only):
+    a claim's cell under another experiment's arm is blank, not a verdict (the figure once
+    stopped the plot job there)."""
+    from matcond.figures import controls
+
+    drawn = {}
+    monkeypatch.setattr(controls, "save", lambda fig, png, pdf: drawn.update(fig=fig))
+    rows = [("exp1_a", "init=gaussian, init_scale=0.02", "reproduced", 0.13),
+            ("exp1_a", "init=gaussian, init_scale=0.01", "inconclusive", 0.2),
+            ("exp7_b", "row_log_std=0.25", "not reproduced", 5.0)]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["claim_id", "arm", "verdict", "measured"])
+    controls.readings({"readings": table}, "unused.png", "unused.pdf")
+    image = drawn["fig"].axes[0].images[0].get_array()
+    names = list(VERDICT_COLORS)
+    assert image[0, 0] == names.index("reproduced") and image[1, 2] == names.index("not reproduced")
+    assert np.ma.is_masked(image[0, 2]) or np.isnan(image[0, 2])
+    assert np.ma.is_masked(image[1, 0]) or np.isnan(image[1, 0])
+    plt.close(drawn["fig"])

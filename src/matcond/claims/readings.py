@@ -74,11 +74,13 @@ def evaluate_readings(
 
 def admitted(arm: str, sensitivity: dict) -> bool:
     """Whether the arm labelled ``arm`` ("init=gaussian, init_scale=0.02, row_log_std=0.5") has,
-    for each setting of ``sensitivity`` (config/claims.yaml), one of its values."""
+    for each setting of ``sensitivity`` (config/claims.yaml) that it names, one of its values
+    (a reading that leaves a setting at the experiment's own value does not name it)."""
     settings = dict(part.split("=", 1) for part in arm.split(", "))
     return all(
-        settings.get(key) in {format_value(v) for v in values}
+        settings[key] in {format_value(v) for v in values}
         for key, values in sensitivity.items()
+        if key in settings
     )
 
 
@@ -154,8 +156,13 @@ def calibrate(readings: pd.DataFrame, calibration: dict) -> pd.DataFrame:
 
 def readings_scorecard(readings: pd.DataFrame, calibration: dict | None = None) -> pd.DataFrame:
     """Per arm, the verdict counts of the papers' claims under it, leaving out the claims the
-    calibration uses (held out: only the others count)."""
+    calibration uses (held out: only the others count), over the readings it draws on (those
+    that measure one of its claims; the others only say how much a verdict depends on the
+    reading)."""
     used = [*calibration["facts"], calibration["kappa"]] if calibration else []
+    if calibration:
+        drawn_on = readings.loc[readings["claim_id"].isin(used), "reading"]
+        readings = readings[readings["reading"].isin(set(drawn_on))]
     rows = readings[(readings["source"] != OWN) & ~readings["claim_id"].isin(used)]
     rows = rows.drop_duplicates(["arm", "claim_id"])
     counts = pd.crosstab(rows["arm"], rows["verdict"])

@@ -166,9 +166,11 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
     measured = table.pivot(index="claim_id", columns="column", values="measured")
     verdicts, measured = verdicts.reindex(claims)[columns], measured.reindex(claims)[columns]
     names = list(VERDICT_COLORS)
-    codes = verdicts.apply(lambda col: col.map(names.index)).to_numpy(float)
-    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values()))
-    fig, ((ax,),) = figure(width=1.0 * len(columns) + 4, height=0.32 * len(claims) + 2.5)
+    # a reading that does not measure a claim (another experiment's) leaves its cell blank
+    codes = verdicts.apply(lambda col: col.map({v: i for i, v in enumerate(names)})).to_numpy(float)
+    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values())).with_extremes(bad="white")
+    row = 0.32 if len(claims) <= 60 else 0.22
+    fig, ((ax,),) = figure(width=1.0 * len(columns) + 4, height=row * len(claims) + 2.5)
     ax.imshow(codes, cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5, aspect="auto")
     for i in range(len(claims)):
         for j in range(len(columns)):
@@ -183,7 +185,7 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
     handles = [
         Patch(facecolor=VERDICT_COLORS[v], edgecolor="black", linewidth=0.5, label=v)
         for v in names
-        if v in set(verdicts.stack())
+        if v in set(verdicts.stack().dropna())
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title("Verdict of each claim under each reading (cell: the measured value)")
