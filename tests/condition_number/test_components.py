@@ -160,11 +160,15 @@ def test_a_described_target_and_a_missing_target_change_nothing():
 
 
 def test_diverged_weights_give_nan_everywhere():
+    """Against a target, described or not, and without one (a deep net's layer, compared with
+    itself): a non-finite matrix is never decomposed (LAPACK's SVD does not converge on one)."""
     t = np.eye(3)
-    w = np.full((3, 3), np.nan)
-    comps = compare(w, t, effective_rank_thresholds=THRESHOLDS)
-    assert [c.component for c in comps] == component_names(THRESHOLDS)
-    assert all(math.isnan(c.error) for c in comps)
+    for w in (np.full((3, 3), np.nan), np.diag([1.0, np.inf, 2.0])):
+        for target in (t, describe_target(t), None):
+            comps = compare(w, target, effective_rank_thresholds=THRESHOLDS)
+            assert [c.component for c in comps] == component_names(THRESHOLDS)
+            assert all(math.isnan(c.error) for c in comps)
+            assert all(math.isnan(c.trained) for c in comps)
 
 
 def test_relative_error_edge_cases():

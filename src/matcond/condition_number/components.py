@@ -185,18 +185,19 @@ def compare(
             w, w, effective_rank_thresholds=effective_rank_thresholds, rank_rtol=rank_rtol
         )
         return [ComponentError(c.component, c.trained, nan, nan) for c in described]
-    if not isinstance(target, Target):  # a matrix compared with itself has one spectrum
-        target = describe_target(target, singular_values(w) if target is w else None)
-    t = target.matrix
+    t = target.matrix if isinstance(target, Target) else np.asarray(target, dtype=np.float64)
     if w.shape != t.shape or w.ndim != 2:
         raise ValueError(f"need two matrices of one shape, got {w.shape} and {t.shape}")
     nan = float("nan")
-    if not np.isfinite(w).all():  # a diverged run: nothing is comparable
+    if not np.isfinite(w).all():  # a diverged run: nothing is comparable (nor decomposable)
         return [
             ComponentError(name, nan, nan, nan)
             for name in component_names(effective_rank_thresholds)
         ]
-    sw, st = singular_values(w), target.singular_values
+    sw = singular_values(w)
+    if not isinstance(target, Target):  # a matrix compared with itself has one spectrum
+        target = describe_target(t, sw if t is w else None)
+    st = target.singular_values
     target_rank = numerical_rank(st, rank_rtol)
 
     def scalar(name: str, a: float, b: float) -> ComponentError:
