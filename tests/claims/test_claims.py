@@ -321,6 +321,31 @@ def test_readings_evaluate_each_claim_under_each_arm(tables):
     assert summary.loc[0, "reproduced_by"] == "init=gaussian"
 
 
+def test_a_claim_judged_by_two_readings_under_one_arm_has_the_first_measured_row(tables):
+    """A control whose cells lie inside another's (exp1's readings at every d hold ctrl_readings'
+    d = 32 cells): one row per claim and arm, from the first reading in the config's order that
+    measures it; a claim only the second measures comes from the second."""
+    at_32 = tables["exp"][tables["exp"]["dim"] == 32].assign(init="gaussian")
+    tables = {**tables, "small": at_32, "every_d": tables["exp"].assign(init="gaussian")}
+    claims = {
+        "claims": [
+            claim("d32", 0.13, filter={"component": "row_norms", "dim": 32}),
+            claim("d512", 0.13, filter={"component": "row_norms", "dim": 512}),
+        ],
+        "readings": [
+            {"name": name, "experiment": name, "arms_by": ["init"], "stands_for": {"exp": {}}}
+            for name in ("small", "every_d")
+        ],
+    }
+    readings = evaluate_readings(claims, tables)
+    assert readings[["reading", "claim_id"]].values.tolist() == [
+        ["small", "d32"],
+        ["every_d", "d512"],
+    ]
+    assert list(readings["verdict"]) == ["reproduced", "reproduced"]
+    assert list(readings.index) == [0, 1]
+
+
 def test_the_sensitivity_counts_the_verdicts_under_the_admitted_readings():
     """Per claim, its verdicts under the readings the stated facts admit (the others left
     out, as are readings that do not measure it) and whether they are one; the scorecard

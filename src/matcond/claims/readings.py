@@ -41,7 +41,9 @@ def evaluate_readings(
     added to the filter, e.g. ``optimizer: sgd`` for exp1). Every claim on those experiments
     (except theory claims) is evaluated on every arm: one row per reading, arm and claim.
     The reading's experiment is its claims' heavy-tail pool; the paper's number of trials is
-    that of the experiment it stands for.
+    that of the experiment it stands for. Where two readings judge a claim under the same arm
+    (one control's cells inside another's), the first in the config's order that measures it
+    gives its one row.
     """
     tolerance = claims.get("default_tolerance", 0.25)
     tasks = []  # (reading, arm, the claim moved onto the reading's experiment, paper_n)
@@ -69,7 +71,10 @@ def evaluate_readings(
         row = evaluate_claim(moved, tables, tolerance, paper_n=paper_n)
         return {"reading": name, "arm": label, **row}
 
-    return pd.DataFrame(forked_map(one, tasks, workers), columns=READING_COLUMNS)
+    table = pd.DataFrame(forked_map(one, tasks, workers), columns=READING_COLUMNS)
+    measured_first = table["verdict"].isin(UNMEASURED).sort_values(kind="stable").index
+    kept = table.loc[measured_first].drop_duplicates(["claim_id", "arm"]).index
+    return table.loc[sorted(kept)].reset_index(drop=True)
 
 
 def admitted(arm: str, sensitivity: dict) -> bool:
