@@ -43,6 +43,7 @@ VERDICT_COLORS = {
     "not comparable": "#ffffff",
     "not configured": "#ffffff",
 }
+NOT_READ = "#969696"  # the readings figure's cell of a claim its column's reading does not read
 
 
 def _theory_panel(ax, rows: pd.DataFrame, x: str, by: str | None = None) -> None:
@@ -166,9 +167,10 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
     measured = table.pivot(index="claim_id", columns="column", values="measured")
     verdicts, measured = verdicts.reindex(claims)[columns], measured.reindex(claims)[columns]
     names = list(VERDICT_COLORS)
-    # a reading that does not measure a claim (another experiment's) leaves its cell blank
+    # a reading that does not read a claim (another experiment's arm) leaves its cell grey,
+    # apart from the white of a reading that reads it and cannot compare
     codes = verdicts.apply(lambda col: col.map({v: i for i, v in enumerate(names)})).to_numpy(float)
-    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values())).with_extremes(bad="white")
+    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values())).with_extremes(bad=NOT_READ)
     row = 0.32 if len(claims) <= 60 else 0.22
     fig, ((ax,),) = figure(width=1.0 * len(columns) + 4, height=row * len(claims) + 2.5)
     ax.imshow(codes, cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5, aspect="auto")
@@ -187,6 +189,10 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
         for v in names
         if v in set(verdicts.stack().dropna())
     ]
+    if np.isnan(codes).any():
+        handles.append(
+            Patch(facecolor=NOT_READ, edgecolor="black", linewidth=0.5, label="not read")
+        )
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title("Verdict of each claim under each reading (cell: the measured value)")
     save(fig, png, pdf)
