@@ -33,6 +33,7 @@ from matcond.claims.readings import (
     admitted,
     calibrate,
     evaluate_readings,
+    measured_first,
     readings_scorecard,
     readings_summary,
     with_sensitivity,
@@ -321,10 +322,11 @@ def test_readings_evaluate_each_claim_under_each_arm(tables):
     assert summary.loc[0, "reproduced_by"] == "init=gaussian"
 
 
-def test_a_claim_judged_by_two_readings_under_one_arm_has_the_first_measured_row(tables):
+def test_a_claim_judged_by_two_readings_under_one_arm_counts_once(tables):
     """A control whose cells lie inside another's (exp1's readings at every d hold ctrl_readings'
-    d = 32 cells): one row per claim and arm, from the first reading in the config's order that
-    measures it; a claim only the second measures comes from the second."""
+    d = 32 cells): the readings table keeps each reading's rows (the calibration's scorecard
+    counts its own readings' rows, unmeasured ones included), and one row per claim and arm is
+    the first reading that measures it, which the sensitivity counts once."""
     at_32 = tables["exp"][tables["exp"]["dim"] == 32].assign(init="gaussian")
     tables = {**tables, "small": at_32, "every_d": tables["exp"].assign(init="gaussian")}
     claims = {
@@ -338,12 +340,12 @@ def test_a_claim_judged_by_two_readings_under_one_arm_has_the_first_measured_row
         ],
     }
     readings = evaluate_readings(claims, tables)
-    assert readings[["reading", "claim_id"]].values.tolist() == [
-        ["small", "d32"],
-        ["every_d", "d512"],
-    ]
-    assert list(readings["verdict"]) == ["reproduced", "reproduced"]
-    assert list(readings.index) == [0, 1]
+    assert list(readings["verdict"]) == ["reproduced", "not comparable", "reproduced", "reproduced"]
+    one = measured_first(readings)
+    assert one[["reading", "claim_id"]].values.tolist() == [["small", "d32"], ["every_d", "d512"]]
+    table = pd.DataFrame({"claim_id": ["d32", "d512"], "source": PAPER, "verdict": "reproduced"})
+    out = with_sensitivity(table, readings, {"init": ["gaussian"]})
+    assert list(out["reading_verdicts"]) == ["reproduced 1", "reproduced 1"]
 
 
 def test_the_sensitivity_counts_the_verdicts_under_the_admitted_readings():

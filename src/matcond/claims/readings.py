@@ -41,9 +41,8 @@ def evaluate_readings(
     added to the filter, e.g. ``optimizer: sgd`` for exp1). Every claim on those experiments
     (except theory claims) is evaluated on every arm: one row per reading, arm and claim.
     The reading's experiment is its claims' heavy-tail pool; the paper's number of trials is
-    that of the experiment it stands for. Where two readings judge a claim under the same arm
-    (one control's cells inside another's), the first in the config's order that measures it
-    gives its one row.
+    that of the experiment it stands for. Two readings can judge a claim under the same arm
+    (one control's cells inside another's): :func:`measured_first` keeps one of the rows.
     """
     tolerance = claims.get("default_tolerance", 0.25)
     tasks = []  # (reading, arm, the claim moved onto the reading's experiment, paper_n)
@@ -71,10 +70,16 @@ def evaluate_readings(
         row = evaluate_claim(moved, tables, tolerance, paper_n=paper_n)
         return {"reading": name, "arm": label, **row}
 
-    table = pd.DataFrame(forked_map(one, tasks, workers), columns=READING_COLUMNS)
-    measured_first = table["verdict"].isin(UNMEASURED).sort_values(kind="stable").index
-    kept = table.loc[measured_first].drop_duplicates(["claim_id", "arm"]).index
-    return table.loc[sorted(kept)].reset_index(drop=True)
+    return pd.DataFrame(forked_map(one, tasks, workers), columns=READING_COLUMNS)
+
+
+def measured_first(readings: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim and arm of ``readings`` (:func:`evaluate_readings`): where two readings
+    judge a claim under one arm (exp1's readings at every d hold ctrl_readings' cells at d = 32
+    and 128), the first in the config's order that measures it, else the first."""
+    order = readings["verdict"].isin(UNMEASURED).sort_values(kind="stable").index
+    kept = readings.loc[order].drop_duplicates(["claim_id", "arm"]).index
+    return readings.loc[sorted(kept)]
 
 
 def admitted(arm: str, sensitivity: dict) -> bool:
@@ -98,7 +103,7 @@ def with_sensitivity(
     none measures it."""
     verdicts, robust = {}, {}
     if sensitivity and len(readings):
-        rows = readings[readings["arm"].map(lambda arm: admitted(arm, sensitivity))]
+        rows = measured_first(readings[readings["arm"].map(lambda a: admitted(a, sensitivity))])
         rows = rows[~rows["verdict"].isin(UNMEASURED)]
         for claim_id, group in rows.groupby("claim_id", sort=False):
             counts = group["verdict"].value_counts()

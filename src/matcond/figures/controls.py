@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
 from matcond.claims.measure import THEORY_BAND
+from matcond.claims.readings import measured_first
 from matcond.core.arms import arm
 from matcond.core.trials import format_value
 from matcond.figures.axes import decade_scale, integer_axis, spans_decades, sweep_axis
@@ -159,7 +160,7 @@ def theory_held_out(tables: Tables, png: str, pdf: str) -> None:
 
 def readings(tables: Tables, png: str, pdf: str) -> None:
     """Which reading of the paper's ambiguous settings reproduces which claim."""
-    table = tables["readings"]
+    table = measured_first(tables["readings"])
     table = table.assign(column=table["arm"])
     claims = list(dict.fromkeys(table["claim_id"]))
     columns = list(dict.fromkeys(table["column"]))
