@@ -9,12 +9,16 @@ no Gauss-Newton sweeps) from an empty results/ through ``profiles/slurm`` once p
 
 - ``per-trial``: ``block_size: 1`` and ``--group-components trials=1``, one SLURM job per
   trial (the workflow before blocks of seeds);
-- ``per-block``: ``--group-components trials=1``, one SLURM job per block of seeds
-  (``block_size``, 64 by default, at most the seeds of a setting);
-- ``grouped-no-server``: up to 16 blocks per job, each block's script in its own Python
-  (``job_server: false``);
-- ``grouped``: the profile as it is (``trials=16``), the group job's blocks run by the job
-  server that the group job starts.
+- ``per-block``: ``--group-components trials=1`` and ``train_job_seconds: 0``, one SLURM
+  job per block of seeds (``block_size``, 64 by default, at most the seeds of a setting);
+- ``grouped-blocks``: up to 16 blocks per SLURM job, each its own training job (the profile
+  before bundles);
+- ``per-bundle``: ``--group-components trials=1``, one SLURM job per bundle of blocks (of
+  about ``train_job_seconds``, 30 s by default under SLURM);
+- ``grouped-no-server``: the profile's groups of bundles, each bundle's script in its own
+  Python (``job_server: false``);
+- ``grouped``: the profile as it is (up to 8 bundles per SLURM job), the group job's
+  bundles run by the job server that the group job starts.
 
 Aggregation, plots and claims are one ``post`` job in both. Per mode it prints the workflow's
 wall time, the SLURM span of the trials (first submission to last end), and per trial:
@@ -29,7 +33,7 @@ wall time, the SLURM span of the trials (first submission to last end), and per 
 
     sudo .venv/bin/python benchmarks/slurm_overhead.py               # 4 tiny trials per mode
     sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 64    # 128 trials, 2 blocks
-    # paper-default trials, 8 settings of 15 seeds: one group job of 8 blocks
+    # paper-default trials, 8 settings of 15 seeds (8 blocks, 9 s of training)
     sudo .venv/bin/python benchmarks/slurm_overhead.py --seeds 15 --dims 128 256 \
         --lrs 0.01 0.005 0.002 0.001 --epochs 200 --batch-size 64 --modes grouped
 """
@@ -56,8 +60,12 @@ from slurmcluster import ACCOUNT, PARTITION, client_env, run_script, skip_reason
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (.*)\)\.")
 MODES = {
-    "per-trial": ["--group-components", "trials=1", "--config", "block_size=1"],
-    "per-block": ["--group-components", "trials=1"],
+    "per-trial": [
+        *("--group-components", "trials=1", "--config", "block_size=1", "train_job_seconds=0")
+    ],
+    "per-block": ["--group-components", "trials=1", "--config", "train_job_seconds=0"],
+    "grouped-blocks": ["--group-components", "trials=16", "--config", "train_job_seconds=0"],
+    "per-bundle": ["--group-components", "trials=1"],
     "grouped-no-server": ["--config", "job_server=False"],
     "grouped": [],
 }

@@ -312,6 +312,41 @@ def test_rerun_of_a_block_is_bit_identical(finished, tmp_path):
         assert filecmp.cmp(path, finished / path.relative_to(copy), shallow=False), path
 
 
+def test_bundles_train_the_same_bytes_and_a_changed_setting_trains_its_bundle_again(
+    finished, small_config, tmp_path
+):
+    """With train_job_seconds (the SLURM profile's bundles of blocks), the training jobs alone
+    write every trial file and block manifest of the small run with its bytes; then a
+    changed learning rate trains again only the bundle that holds its new block (or the two
+    it splits into), none of the others."""
+
+    def plan_of(config: dict) -> Plan:
+        validated = validate_config(yaml.safe_load(yaml.safe_dump(config)))
+        return Plan(validated, all_trials(validated))
+
+    config = {**small_config, "train_job_seconds": 0.2}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    plan = plan_of(config)
+    assert len(plan.train_jobs) > 2
+    snakemake(tmp_path, *plan.manifests())
+    trained = {
+        p.relative_to(tmp_path): p.read_bytes()
+        for p in (tmp_path / "results" / "trials").rglob("seed*")
+    }
+    small = {
+        p.relative_to(finished): p.read_bytes()
+        for p in (finished / "results" / "trials").rglob("seed*")
+    }
+    assert trained.keys() == small.keys() and trained == small
+    config["experiments"]["exp2_optimizer"]["variants"][1]["lr"] = 0.002
+    rerun = [out for rule, out in planned_jobs(tmp_path, config) if rule == "train"]
+    edited = plan_of(config)
+    assert 1 <= len(rerun) <= 2 and set(rerun) <= set(edited.manifests())
+    assert len(set(plan.manifests()) - set(edited.manifests())) == 1
+    blocks = [b.path for out in rerun for b in edited.train_jobs[out[15:-5]]]
+    assert any("/adam-lr0.002-" in path for path in blocks)
+
+
 @pytest.fixture(scope="module")
 def report(finished) -> Path:
     out = finished / "report.html"

@@ -10,9 +10,25 @@ import yaml
 from support import REPO
 
 from matcond.condition_number import batching, run
+from matcond.core.arms import diverged_trials
 from matcond.core.config import validate_config
-from matcond.core.files import read_manifest
-from matcond.core.trials import Block, Trial, all_trials, blocks_of, seeds_by_cell, trial_paths
+from matcond.core.files import (
+    DamagedFileError,
+    block_manifests,
+    load_trial_weights,
+    read_manifest,
+    read_trials,
+)
+from matcond.core.trials import (
+    Block,
+    Trial,
+    all_trials,
+    blocks_of,
+    bundle_request,
+    bundles_of,
+    seeds_by_cell,
+    trial_paths,
+)
 
 
 def small_trials() -> dict[str, list[Trial]]:
@@ -143,3 +159,84 @@ def test_a_block_saves_weights_only_where_asked(tmp_path, saved):
     stored = read_manifest(manifest)
     assert stored["block"] == request
     assert set(stored["trials"]) == {"seed0", "seed1"}
+
+
+def many_blocks(cells: int) -> list[Block]:
+    """One block of one seed for each of ``cells`` learning rates."""
+    cell = a_setting(dim=4)
+    return [Block((trial({**cell, "lr": 1e-3 * (i + 1)}, 0),), 0, 64) for i in range(cells)]
+
+
+def test_bundles_hold_each_block_once_and_a_new_setting_changes_only_its_bundle():
+    """Content-defined bundles (matcond.core.trials.bundles_of): every block in one bundle;
+    a block added (a new setting) lands in one bundle, which keeps the rest of its blocks or
+    splits at the new one, and every other bundle keeps its name and blocks."""
+    blocks = many_blocks(400)
+    before = bundles_of(blocks[:-1], lambda b: 1.0, target=10)
+    after = bundles_of(blocks, lambda b: 1.0, target=10)
+    for bundles, held in ((before, blocks[:-1]), (after, blocks)):
+        in_bundles = [b.path for bs in bundles.values() for b in bs]
+        assert sorted(in_bundles) == sorted(b.path for b in held)  # each once
+    new = blocks[-1].path
+    gone = {name: bs for name, bs in before.items() if after.get(name) != bs}
+    came = {name: bs for name, bs in after.items() if before.get(name) != bs}
+    assert len(gone) == 1 and 1 <= len(came) <= 2
+    assert any(b.path == new for bs in came.values() for b in bs)
+    regrouped = sorted(b.path for bs in came.values() for b in bs)
+    assert regrouped == sorted([new, *(b.path for bs in gone.values() for b in bs)])
+    assert all(name.startswith("bundles/") for name in after)
+
+
+def test_bundles_last_about_their_target():
+    """A bundle ends after a block with probability seconds / target: on 2,000 blocks of 1 s
+    and a target of 20 s, bundles of 20 s on average (within three standard errors of the
+    geometric law's mean, 20 / sqrt(100)); a block longer than the target ends its bundle."""
+    bundles = bundles_of(many_blocks(2000), lambda b: 1.0, target=20)
+    sizes = [len(bs) for bs in bundles.values()]
+    assert 14 <= sum(sizes) / len(sizes) <= 26
+    alone = bundles_of(many_blocks(50), lambda b: 30.0, target=20)
+    assert [len(bs) for bs in alone.values()] == [1] * 50
+
+
+def test_a_bundle_writes_its_blocks_files_as_their_own_jobs_do(tmp_path, monkeypatch):
+    """One job of a bundle of three blocks (two settings, one of them in two blocks; one
+    saving weights) writes every trial file and block manifest with the bytes that the
+    blocks' own jobs write, and a manifest that lists its blocks' manifests; the readers
+    (read_trials, diverged_trials, load_trial_weights) give through it what they give through
+    the blocks' manifests."""
+    one, other = distinct_settings()[:2]
+    cells = [{k: v for k, v in t.spec.items() if k != "seed"} for t in (one, other)]
+    trials = [trial(cells[0], s) for s in range(3)] + [trial(cells[1], s) for s in range(2)]
+    blocks = blocks_of(trials, 2)
+    assert len(blocks) == 3
+    saved = {trials[1].path}
+    for root in ("alone", "bundled"):
+        (tmp_path / root / "results" / "trials" / "bundles").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "alone")
+    for block in blocks:
+        manifest = Path("results/trials") / f"{block.path}.json"
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        run.run_block_job(block.request(saved), str(manifest), 1, "cpu", "bench.tsv")
+    monkeypatch.chdir(tmp_path / "bundled")
+    bundle = "results/trials/bundles/b.json"
+    run.run_block_job(bundle_request(blocks, saved), bundle, 1, "cpu", "bench.tsv")
+
+    def written(root: str) -> dict:
+        files = (tmp_path / root / "results" / "trials").rglob("seed*")
+        return {p.relative_to(tmp_path / root): p.read_bytes() for p in files}
+
+    assert written("bundled") == written("alone")
+    assert len(written("alone")) == len(trials) + 1 + len(blocks)  # a weights file
+    listed = block_manifests([bundle])
+    assert listed == [Path(f"results/trials/{b.path}.json") for b in blocks]
+    paths = [t.path for t in trials]
+    assert read_trials([bundle], paths).equals(read_trials(listed, paths))
+    by_cell = {"e": seeds_by_cell(trials)}
+    assert diverged_trials(by_cell, [bundle]).equals(diverged_trials(by_cell, listed))
+    weights = load_trial_weights(bundle, trials[1].path, trials[1].spec_json)
+    alone = load_trial_weights(listed[0], trials[1].path, trials[1].spec_json)
+    assert weights.keys() == alone.keys() and all((weights[k] == alone[k]).all() for k in alone)
+    # a block manifest altered after the bundle listed it: named, not read
+    listed[2].write_text(listed[2].read_text().replace('"seeds"', '"seeds" '))
+    with pytest.raises(DamagedFileError, match="not the manifest its bundle"):
+        read_trials([bundle], paths)

@@ -24,10 +24,11 @@ from matcond.core.files import (
     read_json,
     read_parquet,
     read_trials,
+    write_bundle_manifest,
     write_manifest,
     write_parquet,
 )
-from matcond.core.trials import Block, Trial, canonical
+from matcond.core.trials import Block, Trial, bundle_request, canonical
 from matcond.pipeline.damage import by_block, damaged_files, file_problem, seed_ranges, set_aside
 
 
@@ -391,3 +392,42 @@ def test_the_one_json_reader_names_what_is_wrong_and_never_reads_past_its_bound(
     for path, problem in cases.items():
         with pytest.raises(JSONFileError, match=problem):
             read_json(path, max_bytes=1000 if path == big else 10**6)
+
+
+def test_a_bundle_is_trained_again_when_its_manifest_or_a_block_of_it_is_damaged(
+    tmp_path, spec, table
+):
+    """A bundle's manifest (matcond.pipeline.damage.bundle_damage) is intact, then set aside
+    with its block when a trial file is missing, when a block's manifest is altered, when it
+    was made for other blocks and when it is not a bundle's manifest; a new bundle leaves
+    blocks of its own request alone and sets aside a block made for other seeds with its
+    files."""
+    results = tmp_path / "results"
+    trials = [trial_of({**spec, "seed": s}) for s in (0, 1)]
+    block, manifest = write_block(results, trials, table)
+    blocks = (Block(tuple(trials), 0, 4),)
+    request = bundle_request(blocks, saved=())
+    bundle = results / "trials" / "bundles" / "b.json"
+    bundle.parent.mkdir()
+    write_bundle_manifest(bundle, json.loads(request))
+    jobs = {"bundles/b": request}
+    assert damaged_files(results, jobs, []) == {}
+    first = results / "trials" / f"{trials[0].path}.parquet"
+    first.unlink()
+    found = damaged_files(results, jobs, [])
+    assert found[manifest] == "its trial files seed0.parquet are missing or altered"
+    assert found[bundle] == f"the manifest of its block {block} is missing or altered"
+    write_block(results, trials, table)
+    manifest.write_text(manifest.read_text() + " ")
+    assert list(damaged_files(results, jobs, [])) == [bundle]
+    write_block(results, trials, table)
+    assert damaged_files(results, {"bundles/b": bundle_request(blocks[:0], ())}, []) == {
+        bundle: "made for other blocks or settings"
+    }
+    bundle.write_text("{}")
+    assert damaged_files(results, jobs, [])[bundle].startswith("not a bundle manifest")
+    bundle.unlink()
+    assert damaged_files(results, jobs, []) == {}  # a new bundle: its blocks' bytes will do
+    fewer = bundle_request((Block(tuple(trials[:1]), 0, 4),), saved=())
+    found = damaged_files(results, {"bundles/b": fewer}, [])
+    assert found[manifest] == "made for seeds 0-1, not 0" and first in found

@@ -7,9 +7,9 @@ from support import REPO
 from matcond.claims.check import DEPTH_TABLE
 from matcond.condition_number.batching import block_mem_mb
 from matcond.core.config import ConfigError, load_yaml, validate_config
-from matcond.core.trials import all_trials
+from matcond.core.trials import all_trials, bundle_request
 from matcond.figures.catalog import FIGURES
-from matcond.pipeline.plan import Plan
+from matcond.pipeline.plan import CLUSTER_TRAIN_JOB_SECONDS, Plan
 
 
 def plan_of(config: dict) -> Plan:
@@ -155,6 +155,56 @@ def test_runtime_and_priority_of_a_training_block(small):
         assert small.train_runtime(path) >= 5
         first = spec["record_every"] == 1 or spec["dim"] >= 1024
         assert small.train_priority(path) == int(first)
+
+
+def test_without_train_job_seconds_each_block_is_a_job_with_its_own_request(small):
+    assert list(small.train_jobs) == list(small.blocks)
+    for path, block in small.blocks.items():
+        assert small.train_request(path) == block.request(small.weights_saved)
+
+
+def test_train_job_seconds_unset_bundles_where_jobs_go_to_a_cluster_only():
+    """Unset: bundles of CLUSTER_TRAIN_JOB_SECONDS under a cluster executor, one job per
+    block on a workstation; given, as given (0: per block under SLURM too)."""
+    config = validate_config(load_yaml(REPO / "config" / "config.yaml"))
+    trials = all_trials(config)
+    cluster, local = Plan(config, trials, cluster=True), Plan(config, trials)
+    assert cluster.train_job_seconds == CLUSTER_TRAIN_JOB_SECONDS and local.train_job_seconds == 0
+    assert len(local.train_jobs) == len(local.blocks) > 5 * len(cluster.train_jobs)
+    zero = Plan({**config, "train_job_seconds": 0}, trials, cluster=True)
+    assert list(zero.train_jobs) == list(zero.blocks)
+    # a job asked for by its block's path (a process of its own) is found either way
+    block = next(iter(cluster.blocks))
+    assert cluster.job_blocks(block) == (cluster.blocks[block],)
+
+
+def test_train_job_seconds_bundles_blocks_of_one_device_and_priority():
+    """config key train_job_seconds: every block in one bundle, never one of two devices or
+    priorities; a bundle's manifest is its trials' and its blocks' (the depth formula's
+    input), its request its blocks', its memory its largest block's, its runtime at most the
+    sum of theirs."""
+    config = load_yaml(REPO / "config" / "test" / "config.yaml")
+    config |= {"device": "auto", "gpu_min_dim": 8}
+    validated = validate_config({**config, "train_job_seconds": 0.5})
+    plan = Plan(validated, all_trials(validated), gpus=1)
+    jobs = plan.train_jobs
+    assert 1 < len(jobs) < len(plan.blocks) and all(j.startswith("bundles/") for j in jobs)
+    held = sorted(b.path for blocks in jobs.values() for b in blocks)
+    assert held == sorted(plan.blocks)
+    for job, blocks in jobs.items():
+        assert len({(plan.block_device(b.path), plan._block_priority(b)) for b in blocks}) == 1
+        assert plan.train_request(job) == bundle_request(blocks, plan.weights_saved)
+        assert plan.train_mem_mb(job) == max(plan._block_mem_mb(b.path) for b in blocks)
+        alone = plan_of(config)
+        runtimes = [alone.train_runtime(b.path) for b in blocks]
+        assert max(runtimes) <= plan.train_runtime(job) <= sum(runtimes)
+        for block in blocks:
+            assert plan.job_of_block(block.path) == job
+            for t in block.trials:
+                assert plan.block_manifest(t.path) == f"results/trials/{job}.json"
+    assert {plan.train_device(j) for j in jobs} == {"cpu", "cuda"}
+    assert set(plan.manifests()) == {f"results/trials/{j}.json" for j in jobs}
+    assert set(plan.manifests()) <= set(plan.targets())
 
 
 def test_a_figure_reads_the_per_trial_tables_of_the_claims_it_marks(small):

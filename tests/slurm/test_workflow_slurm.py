@@ -37,6 +37,9 @@ from matcond.server.client import SERVED_BY
 pytestmark = pytest.mark.workflow  # the workflow on a SLURM test cluster
 
 PROFILE = REPO / "profiles" / "slurm"
+# Bundles of one block each (far below any block's estimate): the trials group job runs two
+# training jobs, on one job server. (Unset, a SLURM run's bundles are of 30 s: one here.)
+ONE_BLOCK_PER_BUNDLE = ("--config", "train_job_seconds=0.001")
 PLUGINS = ("snakemake_executor_plugin_slurm", "snakemake_executor_plugin_slurm_jobstep")
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (.*)\)\.")
 
@@ -220,7 +223,12 @@ def test_workflow_matches_a_local_run(cluster: SlurmCluster, tmp_path: Path) -> 
     try:
         start = time.monotonic()
         proc = cluster.run(
-            *workflow_args(remote), *slurm_args(cluster), cwd=remote, timeout=480, check=False
+            *workflow_args(remote),
+            *slurm_args(cluster),
+            *ONE_BLOCK_PER_BUNDLE,
+            cwd=remote,
+            timeout=480,
+            check=False,
         )
         print(f"SLURM run: {time.monotonic() - start:.0f} s")
         local_out, _ = local_proc.communicate(timeout=300)
@@ -249,16 +257,26 @@ def test_workflow_matches_a_local_run(cluster: SlurmCluster, tmp_path: Path) -> 
     for _, job_id, _ in jobs:
         assert cluster.wait_job(job_id) == "COMPLETED"
 
-    # Every target of the config exists and is up to date: a dry run has nothing to do.
-    dry = subprocess.run(
-        [*workflow_args(remote), "-n", "--cores", "1"], capture_output=True, text=True
+    # Every target of the config exists and is up to date: a dry run that plans the SLURM
+    # run's bundles has nothing to do.
+    dry = cluster.run(
+        *workflow_args(remote),
+        *slurm_args(cluster),
+        *ONE_BLOCK_PER_BUNDLE,
+        "-n",
+        cwd=remote,
+        check=False,
     )
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, tail(dry)
 
-    # Same bits as the local run: every trial table, the blocks' manifests, the tables.
+    # Same bits as the local run: every trial table, the blocks' manifests, the tables. The
+    # SLURM run trained its blocks as bundles (matcond.pipeline.plan.Plan.train_jobs), each
+    # with a manifest that lists its block's.
     trials = files(local / "results" / "trials", "**/*")
     assert len(trials) == 4 + 2, trials  # 4 trials (no weights: nothing reads them), 2 blocks
-    assert files(remote / "results" / "trials", "**/*") == trials
+    bundles = files(remote / "results" / "trials", "bundles/*.json")
+    assert len(bundles) == 2, bundles
+    assert files(remote / "results" / "trials", "**/*") == sorted([*trials, *bundles])
     for name in trials:
         assert filecmp.cmp(
             local / "results" / "trials" / name, remote / "results" / "trials" / name, shallow=False

@@ -73,7 +73,11 @@ try:
     _validated = validate_config(config)
     check_checkpoint_paths(_validated)
     PLAN = Plan(
-        _validated, all_trials(_validated), gpus=local_gpus(_validated["device"])
+        _validated,
+        all_trials(_validated),
+        gpus=local_gpus(_validated["device"]),
+        # jobs submitted to a cluster (and every job's own Snakemake): bundles of blocks
+        cluster=not (workflow.is_main_process and workflow.local_exec),
     )
 except ConfigError as err:
     sys.exit(f"Invalid config: {err}")  # the message names the key; no traceback
@@ -92,13 +96,14 @@ CLAIMS_FILE = os.path.relpath(Path(workflow.basedir) / "config" / "claims.yaml")
 wildcard_constraints:
     trial=r".+/seed\d+",
     block=r".+/seeds\d+-\d+",
+    job=r".+/seeds\d+-\d+|bundles/[0-9a-f]+",
     experiment="|".join(TRIALS),
     figure="|".join(PLAN.drawn),
 
 
 def on_gpu(wildcards):
-    """Whether a training block trains on the GPU (matcond.pipeline.plan.Plan.block_device)."""
-    return PLAN.block_device(wildcards.block) == "cuda"
+    """Whether a training job trains on the GPU (matcond.pipeline.plan.Plan.train_device)."""
+    return PLAN.train_device(wildcards.job) == "cuda"
 
 
 def rule_params(rule, **params):
@@ -165,7 +170,8 @@ def trial_spec(wildcards):
 
 
 def trial_manifest(wildcards):
-    """The manifest of the block of the trial at results/trials/{trial} (a GN job's input)."""
+    """The manifest of the training job of the trial at results/trials/{trial} (a GN job's
+    input)."""
     return PLAN.block_manifest(wildcards.trial)
 
 

@@ -188,7 +188,7 @@ def set_aside_damaged_outputs():
     if not inspect_only:  # held while this run lives: no other run moves its files
         hold_run_lock()
     damaged = damaged_files(
-        Path("results"), PLAN.block_requests(), outputs, PLAN.output_settings()
+        Path("results"), PLAN.train_requests(), outputs, PLAN.output_settings()
     )
     if damaged and not inspect_only:
         # another run's files (another config's outputs) are never moved under it
@@ -224,12 +224,14 @@ def set_aside_damaged_outputs():
                     "a directory (or move it away) and start again"
                 )
         note(f"{named} {'are' if trial_files else 'is'} damaged ({problem}): {fate}")
-    # the files rules make (a trial file is rebuilt through its block's manifest)
+    # the files rules make (a trial file, and a bundle's block manifest, is rebuilt through
+    # its training job's manifest)
+    job_manifests = set(PLAN.manifests())
     rebuilt = [
         str(path)
         for path in damaged
         if str(path) != REPORT
-        and not (path.parts[1] == "trials" and path.suffix != ".json")
+        and (path.parts[1] != "trials" or str(path) in job_manifests)
     ]
     if workflow.output_settings.dryrun and rebuilt:
         # Snakemake takes its forced targets before the Snakefile is read: say how to see them

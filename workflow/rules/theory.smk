@@ -34,7 +34,7 @@ rule depth_theory_block:
     each trained product against the predictions of the Gauss-Newton operator, per trial. One
     job per block, so that each starts when its block is trained."""
     input:
-        manifest="results/trials/{block}.json",
+        manifest=lambda wildcards: f"results/trials/{PLAN.job_of_block(wildcards.block)}.json",
     output:
         "results/depth_theory/{block}.parquet",
     log:

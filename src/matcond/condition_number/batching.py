@@ -73,3 +73,33 @@ def block_mem_mb(spec: Mapping[str, Any], seeds: int, device: str) -> int:
     cuda): :data:`BASE_MB` and the trials that train side by side."""
     side_by_side = min(seeds, seeds_side_by_side(spec["dim"], device))
     return BASE_MB + round(side_by_side * trial_host_mb(spec))
+
+
+# What one CPU thread spends, fitted (non-negative least squares on relative error) to the
+# compute seconds of the paper run's 1,146 training blocks at 1d47194 (2026-11-30,
+# docs/benchmarks.md "SLURM"): per GEMM flop (the forward and backward products, 4 x rows x
+# d^2 per layer and step), per batched step, per recorded layer's d^3 (its float64 SVD) and
+# per trial.
+_SECONDS_PER_FLOP = 3.8e-11
+_SECONDS_PER_STEP = 1.7e-4
+_SECONDS_PER_RECORDED_CUBE = 1.1e-10
+_SECONDS_PER_TRIAL = 0.01
+
+
+def block_seconds(spec: Mapping[str, Any], seeds: int) -> float:
+    """About how many seconds a block of ``seeds`` trials of setting ``spec`` trains on one CPU
+    thread, for sizing training jobs only: on the paper run, 83 % of the blocks within 2x of
+    it and the whole run within 10 % (attention blocks take about 3x). Counts the GEMMs, the
+    batched steps (:func:`seeds_side_by_side`), the recordings' SVDs and a cost per trial."""
+    layers = _MATRICES[spec["model"]](spec)[2]
+    dim, steps = spec["dim"], spec["epochs"] * spec["steps_per_epoch"]
+    rows = spec["batch_size"] * (spec["seq_len"] if spec["model"] == "attention" else 1)
+    every = spec["record_every"]
+    records = spec["epochs"] // every + 1 if every else 2
+    batches = -(-seeds // seeds_side_by_side(dim, "cpu"))
+    per_trial = (
+        _SECONDS_PER_FLOP * steps * layers * 4 * rows * dim**2
+        + _SECONDS_PER_RECORDED_CUBE * records * layers * dim**3
+        + _SECONDS_PER_TRIAL
+    )
+    return seeds * per_trial + _SECONDS_PER_STEP * steps * batches

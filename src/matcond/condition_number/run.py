@@ -34,6 +34,7 @@ from matcond.core.files import (
     replace_atomically,
     weights_digest,
     weights_metadata,
+    write_bundle_manifest,
     write_manifest,
     write_parquet,
 )
@@ -206,8 +207,8 @@ def run_block_job(
     block_json: str, manifest: str, threads: int, device: str, benchmark: str, gpu_jobs: int = 1
 ) -> None:
     """What one training job does (:mod:`matcond.jobs.train`), in its own process or a job
-    server's child: train a block's trials,
-    :func:`matcond.condition_number.batching.seeds_side_by_side` of them side by side.
+    server's child: train a block's trials, or each block of a bundle's
+    (``block_json`` a :func:`matcond.core.trials.bundle_request`) in turn.
 
     ``block_json``: the block's setting (``spec``, without seed), its ``seeds`` and the seeds
     whose weights are saved (``save_weights``). Each trial's table, and its weights if saved,
@@ -216,39 +217,55 @@ def run_block_job(
     benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on
     ``device``, the block's (``cpu`` or ``cuda``: one of ``gpu_jobs`` slots of a GPU is claimed
     for the job's lifetime, :mod:`matcond.execution.devices`), from its own generators, so its
-    files are the same bytes in any block and in any batch on one device.
+    files are the same bytes in any block, bundle and batch on one device. A bundle's blocks
+    write their manifests where their own jobs would (results/trials/{block}.json), then the
+    bundle's ``manifest`` (:func:`matcond.core.files.write_bundle_manifest`).
     """
     start = time.perf_counter()
-    block = json.loads(block_json)
-    directory = Path(manifest).parent
+    request = json.loads(block_json)
     torch.set_num_threads(threads)  # fixed thread count: identical bits on any --cores
-    records, compute = {}, 0.0
+    compute, trials = 0.0, 0
     with claim_device(device, slots=gpu_jobs) as torch_device:
-        seeds = block["seeds"]
-        size = seeds_side_by_side(block["spec"]["dim"], torch_device.type)
-        for first in range(0, len(seeds), size):
-            specs = [trial_spec(block["spec"], seed) for seed in seeds[first : first + size]]
-            compute_start = time.perf_counter()
-            table, weights = run_trials(specs, torch_device)
-            compute += time.perf_counter() - compute_start
-            arrow, where = arrow_table(table), trial_rows(table["seed"].to_numpy())
-            for spec, trial_weights in zip(specs, weights, strict=True):
-                seed, rows = spec["seed"], where[spec["seed"]]
-                files = [f"seed{seed}.parquet"]
-                write_table(
-                    arrow.slice(rows.start, rows.stop - rows.start), spec, directory / files[0]
-                )
-                if seed in block["save_weights"]:
-                    files.append(f"seed{seed}.safetensors")
-                    write_weights(trial_weights, spec, directory / files[1])
-                epoch = table["diverged_epoch"].iloc[rows.start]
-                records[f"seed{seed}"] = {
-                    "diverged_epoch": None if pd.isna(epoch) else int(epoch),
-                    "files": {name: file_record(directory / name) for name in files},
-                }
-    write_manifest(manifest, block, records, torch_device.type)
+        if "blocks" not in request:
+            compute, trials = _train_block(request, Path(manifest), torch_device)
+        else:
+            root = Path(manifest).parent.parent
+            for path, block in request["blocks"].items():
+                seconds, count = _train_block(block, root / f"{path}.json", torch_device)
+                compute, trials = compute + seconds, trials + count
+            write_bundle_manifest(manifest, request)
     print(
-        f"device={torch_device} trials={len(records)} compute_seconds={compute:.3f}",
+        f"device={torch_device} trials={trials} compute_seconds={compute:.3f}",
         file=sys.stderr,
     )
     write_benchmark(benchmark, time.perf_counter() - start, compute)
+
+
+def _train_block(block: dict, manifest: Path, torch_device: torch.device) -> tuple[float, int]:
+    """Train one block (a block request) on ``torch_device`` and write its files and its
+    ``manifest`` (:func:`run_block_job`); the seconds spent computing, and its trials."""
+    directory = manifest.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    records, compute = {}, 0.0
+    seeds = block["seeds"]
+    size = seeds_side_by_side(block["spec"]["dim"], torch_device.type)
+    for first in range(0, len(seeds), size):
+        specs = [trial_spec(block["spec"], seed) for seed in seeds[first : first + size]]
+        compute_start = time.perf_counter()
+        table, weights = run_trials(specs, torch_device)
+        compute += time.perf_counter() - compute_start
+        arrow, where = arrow_table(table), trial_rows(table["seed"].to_numpy())
+        for spec, trial_weights in zip(specs, weights, strict=True):
+            seed, rows = spec["seed"], where[spec["seed"]]
+            files = [f"seed{seed}.parquet"]
+            write_table(arrow.slice(rows.start, rows.stop - rows.start), spec, directory / files[0])
+            if seed in block["save_weights"]:
+                files.append(f"seed{seed}.safetensors")
+                write_weights(trial_weights, spec, directory / files[1])
+            epoch = table["diverged_epoch"].iloc[rows.start]
+            records[f"seed{seed}"] = {
+                "diverged_epoch": None if pd.isna(epoch) else int(epoch),
+                "files": {name: file_record(directory / name) for name in files},
+            }
+    write_manifest(manifest, block, records, torch_device.type)
+    return compute, len(records)

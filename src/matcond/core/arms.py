@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from matcond.core.files import TRIALS_ROOT, read_manifest
+from matcond.core.files import TRIALS_ROOT, block_manifests, read_manifest
 from matcond.core.trials import trial_paths
 
 
@@ -220,8 +220,8 @@ def diverged_trials(
     :func:`matcond.core.trials.seeds_by_cell`), read off its block's manifest (one of
     ``manifests``): experiment, trial, diverged_epoch."""
     epochs = {}
-    for manifest in manifests:
-        cell = Path(manifest).relative_to(TRIALS_ROOT).parent.as_posix()
+    for manifest in block_manifests(manifests):
+        cell = manifest.relative_to(TRIALS_ROOT).parent.as_posix()
         for name, record in read_manifest(manifest)["trials"].items():
             epochs[f"{cell}/{name}"] = record["diverged_epoch"]
     rows = []

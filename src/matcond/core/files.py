@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from matcond.core.paths import file_kind, not_readable_as
-from matcond.core.trials import NEUTRAL, Trial
+from matcond.core.trials import BUNDLES, NEUTRAL, Trial
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -216,19 +216,72 @@ def write_manifest(
 
 def read_manifest(path: str | Path) -> dict:
     """A block's manifest; DamagedFileError naming it if it is not one."""
+
+    def check(manifest: dict) -> None:
+        manifest["block"]["spec"], manifest["block"]["seeds"]
+        for record in manifest["trials"].values():
+            record["diverged_epoch"], record["files"].items()
+
+    return _read_manifest_of(path, "a block manifest", check)
+
+
+def _read_manifest_of(path: str | Path, what: str, check: Callable[[dict], None]) -> dict:
+    """The JSON file at ``path``, on which ``check`` raises none of UNREADABLE; else
+    DamagedFileError naming it, "not ``what``"."""
     path = Path(path)
     if problem := not_a_file(path):
         raise DamagedFileError(path, problem)
     try:
-        manifest = read_json(path, "a block manifest")
-        manifest["block"]["spec"], manifest["block"]["seeds"]
-        for record in manifest["trials"].values():
-            record["diverged_epoch"], record["files"].items()
+        manifest = read_json(path, what)
+        check(manifest)
     except UNREADABLE as err:
-        raise DamagedFileError(
-            path, f"not a block manifest ({type(err).__name__}: {err})"
-        ) from None
+        raise DamagedFileError(path, f"not {what} ({type(err).__name__}: {err})") from None
     return manifest
+
+
+def write_bundle_manifest(path: str | Path, request: Mapping) -> None:
+    """Write a bundle's manifest (atomically), once its blocks' manifests are written: its
+    request (``request``: its blocks' requests by path) and the :func:`file_record` of each
+    block's manifest, keyed by block path."""
+    path = Path(path)
+    blocks = {block: file_record(_block_path(path, block)) for block in request["blocks"]}
+    text = json.dumps({"bundle": request, "blocks": blocks}, sort_keys=True, indent=1) + "\n"
+    replace_atomically(path, lambda tmp: tmp.write_text(text))
+
+
+def read_bundle_manifest(path: str | Path) -> dict:
+    """A bundle's manifest; DamagedFileError naming it if it is not one."""
+
+    def check(manifest: dict) -> None:
+        for block, record in manifest["blocks"].items():
+            manifest["bundle"]["blocks"][block], record["bytes"], record["sha256"]
+
+    return _read_manifest_of(path, "a bundle manifest", check)
+
+
+def is_bundle(manifest: str | Path) -> bool:
+    """Whether a training job's manifest is a bundle's (below results/trials/bundles)."""
+    return Path(manifest).parent.name == BUNDLES
+
+
+def _block_path(bundle: Path, block: str) -> Path:
+    return bundle.parent.parent / f"{block}.json"
+
+
+def block_manifests(manifests: Iterable[str | Path]) -> list[Path]:
+    """The block manifests behind training jobs' ``manifests``: a block's job manifest is its
+    block's; a bundle's lists its blocks' manifests, each read here and checked against its
+    record (size, SHA-256; DamagedFileError naming it if it differs)."""
+    blocks = []
+    for manifest in map(Path, manifests):
+        if not is_bundle(manifest):
+            blocks.append(manifest)
+            continue
+        for block, record in read_bundle_manifest(manifest)["blocks"].items():
+            path = _block_path(manifest, block)
+            verified_bytes(path, record, f"not the manifest its bundle {manifest} lists")
+            blocks.append(path)
+    return blocks
 
 
 def listed_files(path: Path, manifest: Mapping) -> dict[Path, dict]:
@@ -240,15 +293,19 @@ def listed_files(path: Path, manifest: Mapping) -> dict[Path, dict]:
     }
 
 
-def verified_bytes(path: str | Path, record: Mapping) -> bytes:
+def verified_bytes(
+    path: str | Path,
+    record: Mapping,
+    mismatch: str = "not the file its block's manifest lists (checksum mismatch)",
+) -> bytes:
     """A file's bytes, checked against its manifest record (size and SHA-256);
-    DamagedFileError if they differ."""
+    DamagedFileError saying ``mismatch`` if they differ."""
     path = Path(path)
     if problem := not_a_file(path):
         raise DamagedFileError(path, problem)
     data = path.read_bytes()
     if len(data) != record["bytes"] or hashlib.sha256(data).hexdigest() != record["sha256"]:
-        raise DamagedFileError(path, "not the file its block's manifest lists (checksum mismatch)")
+        raise DamagedFileError(path, mismatch)
     return data
 
 
@@ -276,9 +333,9 @@ def read_trials(
 
     records: dict[Path, dict] = {}
     devices: dict[Path, str] = {}
-    for manifest in manifests:
+    for manifest in block_manifests(manifests):
         content = read_manifest(manifest)
-        listed = listed_files(Path(manifest), content)
+        listed = listed_files(manifest, content)
         records.update(listed)
         devices.update(dict.fromkeys(listed, str(content.get("device", ""))))
     tables, trained_on = [], []
@@ -336,12 +393,15 @@ def load_weights(path: str | Path, spec_json: str) -> dict[str, np.ndarray]:
 
 
 def load_trial_weights(manifest: str | Path, trial: str, spec_json: str) -> dict[str, np.ndarray]:
-    """The saved weights of ``trial`` (its path below results/trials; its setting's directory
-    holds its block's ``manifest``), checked against that manifest (size, SHA-256), then as
-    :func:`load_weights` checks them."""
-    manifest = Path(manifest)
-    path = manifest.parent / f"{Path(trial).name}.safetensors"
-    records = listed_files(manifest, read_manifest(manifest))
+    """The saved weights of ``trial`` (its path below results/trials), checked against the
+    manifest of its block (``manifest``, or one that the bundle ``manifest`` lists) (size,
+    SHA-256), then as :func:`load_weights` checks them."""
+    cell, name = Path(trial).parent.parts, f"{Path(trial).name}.safetensors"
+    records, path = {}, Path(manifest).parent / name
+    for block in block_manifests([manifest]):
+        if block.parent.parts[-len(cell) :] == cell:
+            path = block.parent / name
+            records |= listed_files(block, read_manifest(block))
     if path not in records:
         raise DamagedFileError(path, f"not listed in its block's manifest {manifest}")
     verified_bytes(path, records[path])

@@ -10,9 +10,10 @@ Snakefile at parse time.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,6 +186,44 @@ def blocks_of(trials: Iterable[Trial], size: int) -> list[Block]:
         Block(tuple(group[s] for s in sorted(group)), index * size, size)
         for (_, index), group in groups.items()
     ]
+
+
+BUNDLES = "bundles"  # results/trials/bundles/{name}.json: the manifest of a job of blocks
+
+
+def bundles_of(
+    blocks: Iterable[Block], seconds: Callable[[Block], float], target: float
+) -> dict[str, tuple[Block, ...]]:
+    """The blocks cut into bundles of about ``target`` seconds each (``seconds``: a block's
+    estimate), each bundle one training job: ``{"bundles/{name}": (block, ...)}``.
+
+    The blocks go by path; a bundle ends after a block with probability seconds / target,
+    drawn from a hash of the block's path (content-defined chunking), and is named by a hash
+    of its blocks' paths. So adding, removing or changing a setting changes the bundle that
+    holds its blocks (and at most a neighbour it splits or merges with): every other bundle
+    keeps its name and blocks, and is not trained again.
+    """
+    bundles, current = {}, []
+    for block in sorted(blocks, key=lambda b: b.path):
+        current.append(block)
+        draw = int(hashlib.sha256(block.path.encode()).hexdigest()[:13], 16) / 16**13
+        if draw < seconds(block) / target:
+            bundles[_bundle_path(current)], current = tuple(current), []
+    if current:
+        bundles[_bundle_path(current)] = tuple(current)
+    return bundles
+
+
+def bundle_request(blocks: Iterable[Block], saved: Collection[str]) -> str:
+    """What a bundle's training job trains, as canonical JSON: ``blocks``, each block's
+    :meth:`Block.request` by its path. The job's one param: a change reruns the bundle."""
+    requests = {b.path: json.loads(b.request(saved)) for b in blocks}
+    return json.dumps({"blocks": requests}, sort_keys=True)
+
+
+def _bundle_path(blocks: list[Block]) -> str:
+    names = "\n".join(b.path for b in blocks).encode()
+    return f"{BUNDLES}/{hashlib.sha256(names).hexdigest()[:16]}"
 
 
 def inapplicable(spec: dict[str, Any]) -> set[str]:

@@ -9,16 +9,16 @@ from pathlib import Path
 import torch
 
 from matcond.condition_number.depth_theory import prediction_rows
-from matcond.core.files import TRIALS_ROOT, load_trial_weights, read_trials, write_parquet
+from matcond.core.files import load_trial_weights, read_trials, write_parquet
 
 
 def main(snakemake) -> None:
     """The job, on the rule's ``snakemake`` object (inputs, outputs, params, wildcards)."""
     torch.set_num_threads(snakemake.threads)
     start = time.perf_counter()
-    manifest = snakemake.input.manifest
+    manifest = snakemake.input.manifest  # its training job's: the block's or a bundle's
     block = json.loads(snakemake.params.trials)
-    cell = Path(manifest).parent.relative_to(TRIALS_ROOT).as_posix()
+    cell = Path(snakemake.wildcards.block).parent.as_posix()
     trials = [f"{cell}/seed{seed}" for seed in block["seeds"]]
     flags = read_trials([manifest], trials, columns=["seed", "diverged"])
     diverged = flags.groupby("seed")["diverged"].any()  # the block's tables, read once

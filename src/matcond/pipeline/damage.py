@@ -25,9 +25,11 @@ from matcond.core.files import (
     DamagedFileError,
     changed_settings,
     file_record,
+    is_bundle,
     listed_files,
     not_a_file,
     parquet_footer,
+    read_bundle_manifest,
     read_manifest,
     safetensors_header,
     table_identity,
@@ -104,6 +106,33 @@ def block_damage(manifest: Path, block_json: str) -> dict[Path, str]:
         names = ", ".join(f.name for f in [*missing, *altered])
         return {manifest: f"its trial files {names} are missing or altered"} | altered
     return {}
+
+
+def bundle_damage(manifest: Path, bundle_json: str) -> dict[Path, str]:
+    """A bundle's damaged files, each with what is wrong: those of each of its blocks whose
+    manifest exists (:func:`block_damage`), and the bundle's manifest, so that the bundle is
+    trained again, where it exists and is unreadable, was made for other blocks or requests,
+    or lists a block manifest that is missing, damaged or not the one it records."""
+    expected = json.loads(bundle_json)
+    damaged = {}
+    for block, request in expected["blocks"].items():
+        path = manifest.parent.parent / f"{block}.json"
+        if os.path.lexists(path):
+            damaged |= block_damage(path, json.dumps(request, sort_keys=True))
+    if not os.path.lexists(manifest):
+        return damaged
+    try:
+        stored = read_bundle_manifest(manifest)
+    except DamagedFileError as err:
+        return damaged | {manifest: err.reason}
+    if stored["bundle"] != expected:
+        return damaged | {manifest: "made for other blocks or settings"}
+    for block, record in stored["blocks"].items():
+        path = manifest.parent.parent / f"{block}.json"
+        if path in damaged or (problem := _record_problem(path, record)):
+            problem = f"the manifest of its block {block} is missing or altered"
+            return damaged | {manifest: problem}
+    return damaged
 
 
 def seed_ranges(seeds: Iterable[int]) -> str:
@@ -221,23 +250,25 @@ def file_problem(path: Path) -> str | None:
 
 def damaged_files(
     results: Path,
-    blocks: Mapping[str, str],
+    jobs: Mapping[str, str],
     outputs: Iterable[str],
     settings: Mapping[str, str] | None = None,
 ) -> dict[Path, str]:
     """Every damaged file among a run's existing outputs, with what is wrong.
 
-    ``blocks``: training block path -> its request JSON (:func:`block_damage` checks its
-    manifest and trial files); ``outputs``: the run's other output files, relative to
-    ``results``' parent; ``settings``: those of them that store their settings
-    (:data:`SETTINGS_KEY`) -> the settings JSON they must hold.
+    ``jobs``: training job path -> its request JSON (:func:`block_damage` checks a block's
+    manifest and trial files, :func:`bundle_damage` a bundle's); ``outputs``: the run's other
+    output files, relative to ``results``' parent; ``settings``: those of them that store
+    their settings (:data:`SETTINGS_KEY`) -> the settings JSON they must hold.
     """
     settings = settings or {}
     damaged = {}
-    for block, block_json in blocks.items():
-        manifest = results / "trials" / f"{block}.json"
-        if os.path.lexists(manifest):
-            damaged |= block_damage(manifest, block_json)
+    for job, request in jobs.items():
+        manifest = results / "trials" / f"{job}.json"
+        if is_bundle(manifest):
+            damaged |= bundle_damage(manifest, request)
+        elif os.path.lexists(manifest):
+            damaged |= block_damage(manifest, request)
     for output in outputs:
         path = results.parent / output
         check = (

@@ -12,14 +12,18 @@ import functools
 import json
 
 from matcond.claims.check import DEPTH_TABLE
-from matcond.condition_number.batching import block_device, block_mem_mb
+from matcond.condition_number.batching import block_device, block_mem_mb, block_seconds
 from matcond.core.config import ConfigError
-from matcond.core.trials import Trial, blocks_of, seeds_by_cell
+from matcond.core.trials import Block, Trial, blocks_of, bundle_request, bundles_of, seeds_by_cell
 from matcond.figures.captions import experiment_summary
 from matcond.figures.catalog import FIGURES
 from matcond.figures.overview import PREFIX, entry
 
 DIVERGED_TABLE = "results/tables/diverged_trials.csv"
+# Seconds of one CPU thread per training job under a cluster executor (SLURM) where config
+# key train_job_seconds is unset: a SLURM job's own start and each job's Snakemake (about
+# 9 s and 2 s, docs/benchmarks.md "SLURM") stay a small share of its training.
+CLUSTER_TRAIN_JOB_SECONDS = 30
 CLAIMS_TABLE = "results/claims.csv"
 # The depth formula's per-trial table, in the per-trial tables' layout (claims name it
 # DEPTH_TABLE, as an experiment).
@@ -41,9 +45,17 @@ class Plan:
     (:func:`matcond.core.trials.all_trials`). Raises ConfigError, naming the key, where
     the config asks for something the run cannot make."""
 
-    def __init__(self, config: dict, trials: dict[str, list[Trial]], gpus: int = 0):
+    def __init__(
+        self, config: dict, trials: dict[str, list[Trial]], gpus: int = 0, cluster: bool = False
+    ):
         self.config, self.trials = config, trials
         self.gpus = gpus  # GPUs torch sees in the Snakemake process (for device: auto)
+        # Seconds of training per training job (config key train_job_seconds; unset: bundles
+        # of CLUSTER_TRAIN_JOB_SECONDS where jobs go to a cluster, one job per block locally)
+        seconds = config["train_job_seconds"]
+        self.train_job_seconds = (
+            (CLUSTER_TRAIN_JOB_SECONDS if cluster else 0) if seconds is None else seconds
+        )
         gn = self.config["gauss_newton"]
         self.trial_by_path = {t.path: t for ts in self.trials.values() for t in ts}
         # The experiments the theory table covers (config key theory.experiments) that run.
@@ -136,16 +148,46 @@ class Plan:
 
     # -- training ---------------------------------------------------------------------------
 
+    @functools.cached_property
+    def train_jobs(self) -> dict[str, tuple[Block, ...]]:
+        """The training jobs by path (below results/trials, without ``.json``), each with its
+        blocks: a job per block (its path is the block's), or bundles of blocks of about
+        :attr:`train_job_seconds` each (:func:`matcond.core.trials.bundles_of`), cut apart
+        where blocks differ in device or priority."""
+        target = self.train_job_seconds
+        if not target:
+            return {path: (b,) for path, b in self.blocks.items()}
+        classes: dict[tuple, list[Block]] = {}
+        for path, b in self.blocks.items():
+            classes.setdefault((self.block_device(path), self._block_priority(b)), []).append(b)
+        jobs = {}
+        for blocks in classes.values():
+            jobs |= bundles_of(blocks, self._block_seconds, target)
+        return jobs
+
+    @functools.cached_property
+    def _job_of_block(self) -> dict[str, str]:
+        return {b.path: job for job, blocks in self.train_jobs.items() for b in blocks}
+
+    def job_blocks(self, job: str) -> tuple[Block, ...]:
+        """The blocks of training job ``job``: a bundle's, or the block whose path it is (a
+        job Snakemake asks a process of its own to run is found by either)."""
+        return self.train_jobs[job] if job in self.train_jobs else (self.blocks[job],)
+
+    def job_of_block(self, block: str) -> str:
+        """The path of the training job that trains block ``block`` (its path)."""
+        return self._job_of_block[block]
+
     def block_manifest(self, trial_path: str) -> str:
-        """The manifest of the block that trains the trial at results/trials/{trial_path}."""
-        return f"results/trials/{self.block_of_trial[trial_path].path}.json"
+        """The manifest of the training job that trains the trial at results/trials/{trial_path}."""
+        return f"results/trials/{self.job_of_block(self.block_of_trial[trial_path].path)}.json"
 
     def manifests(self) -> list[str]:
-        """Every block's manifest: the training jobs' outputs."""
-        return [f"results/trials/{path}.json" for path in self.blocks]
+        """Every training job's manifest: the training jobs' outputs."""
+        return [f"results/trials/{path}.json" for path in self.train_jobs]
 
     def experiment_manifests(self, experiment: str) -> list[str]:
-        """The manifests of the blocks that train an experiment's trials."""
+        """The manifests of the training jobs that train an experiment's trials."""
         return sorted({self.block_manifest(t.path) for t in self.trials[experiment]})
 
     @functools.cache  # noqa: B019 (one plan per run; Snakemake asks again and again)
@@ -159,33 +201,57 @@ class Plan:
         return experiment_summary(self.trials[experiment])
 
     def block_device(self, block: str) -> str:
-        """``cpu`` or ``cuda``: where a block trains
+        """``cpu`` or ``cuda``: where a block (its path) trains
         (:func:`matcond.condition_number.batching.block_device` of config keys device and
         gpu_min_dim)."""
         dim = self.blocks[block].trials[0].spec["dim"]
         config = self.config
         return block_device(config["device"], dim, config["gpu_min_dim"], self.gpus)
 
-    def train_mem_mb(self, block: str) -> int:
-        """MB a training job needs: its trials that train side by side on the block's device
-        (on a GPU the whole block) each keep their matrices on the host
+    def train_device(self, job: str) -> str:
+        """``cpu`` or ``cuda``: where a training job trains (its blocks share a device)."""
+        return self.block_device(self.job_blocks(job)[0].path)
+
+    def train_request(self, job: str) -> str:
+        """What a training job trains, as canonical JSON: its block's
+        :meth:`matcond.core.trials.Block.request`, or a bundle's
+        :func:`matcond.core.trials.bundle_request`."""
+        if job in self.blocks:
+            return self.blocks[job].request(self.weights_saved)
+        return bundle_request(self.train_jobs[job], self.weights_saved)
+
+    def train_mem_mb(self, job: str) -> int:
+        """MB a training job needs: its largest block's trials that train side by side on its
+        device (on a GPU the whole block) each keep their matrices on the host
         (:func:`matcond.condition_number.batching.block_mem_mb`)."""
+        return max(self._block_mem_mb(b.path) for b in self.job_blocks(job))
+
+    def _block_mem_mb(self, block: str) -> int:
         trials = self.blocks[block].trials
         return block_mem_mb(trials[0].spec, len(trials), self.block_device(block))
 
-    def train_runtime(self, block: str) -> int:
+    def train_runtime(self, job: str) -> int:
         """Minutes a training job may take (generous: most trials take seconds on a CPU)."""
-        trials = self.blocks[block].trials
-        spec = trials[0].spec
-        steps = spec["epochs"] * spec["steps_per_epoch"]
-        return 5 + len(trials) * steps * spec["dim"] ** 2 // 50_000_000
+        work = 0
+        for b in self.job_blocks(job):
+            spec = b.trials[0].spec
+            work += len(b.trials) * spec["epochs"] * spec["steps_per_epoch"] * spec["dim"] ** 2
+        return 5 + work // 50_000_000
 
-    def train_priority(self, block: str) -> int:
+    def train_priority(self, job: str) -> int:
         """1 for the trials that come first (the longest jobs early, not last): those recorded
         at every epoch (their aggregation, which bootstraps every epoch, is the longest job
         after them) and those of d >= 1024 (seconds each); 0 for the rest."""
-        spec = self.blocks[block].trials[0].spec
+        return self._block_priority(self.job_blocks(job)[0])
+
+    @staticmethod
+    def _block_priority(block: Block) -> int:
+        spec = block.trials[0].spec
         return int(spec["record_every"] == 1 or spec["dim"] >= 1024)
+
+    @staticmethod
+    def _block_seconds(block: Block) -> float:
+        return block_seconds(block.trials[0].spec, len(block.trials))
 
     def memory_problem(self, total_mb: int) -> str | None:
         """What does not fit in ``total_mb`` of memory (the largest training job of each
@@ -194,7 +260,7 @@ class Plan:
         jobs = {}
         for e, ts in self.trials.items():
             need, block = max(
-                (self.train_mem_mb(b), b) for b in {self.block_of_trial[t.path].path for t in ts}
+                (self._block_mem_mb(b), b) for b in {self.block_of_trial[t.path].path for t in ts}
             )
             dim = self.blocks[block].trials[0].spec["dim"]
             jobs[f"experiments.{e}"] = (need, dim, "training job")
@@ -319,9 +385,9 @@ class Plan:
 
     # -- damaged outputs --------------------------------------------------------------------
 
-    def block_requests(self) -> dict[str, str]:
-        """Each block's request (:meth:`matcond.core.trials.Block.request`), by path."""
-        return {path: b.request(self.weights_saved) for path, b in self.blocks.items()}
+    def train_requests(self) -> dict[str, str]:
+        """Each training job's request (:meth:`train_request`), by path."""
+        return {path: self.train_request(path) for path in self.train_jobs}
 
     def output_settings(self) -> dict[str, str]:
         """The settings each GN output was computed with, by path (a mismatch is damage)."""
