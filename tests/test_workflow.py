@@ -324,7 +324,8 @@ def test_bundles_train_the_same_bytes_and_a_changed_setting_trains_its_bundle_ag
         validated = validate_config(yaml.safe_load(yaml.safe_dump(config)))
         return Plan(validated, all_trials(validated))
 
-    config = {**small_config, "train_job_seconds": 0.2}
+    config = yaml.safe_load(yaml.safe_dump(small_config))  # a copy: the fixture is shared
+    config["train_job_seconds"] = 0.2
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     plan = plan_of(config)
     assert len(plan.train_jobs) > 2
