@@ -30,6 +30,7 @@ from matcond.condition_number.training import TrainingOutcome, train
 from matcond.core.files import (
     SPEC_KEY,
     arrow_table,
+    bundled_block_manifest,
     file_record,
     replace_atomically,
     weights_digest,
@@ -229,9 +230,9 @@ def run_block_job(
         if "blocks" not in request:
             compute, trials = _train_block(request, Path(manifest), torch_device)
         else:
-            root = Path(manifest).parent.parent
             for path, block in request["blocks"].items():
-                seconds, count = _train_block(block, root / f"{path}.json", torch_device)
+                block_manifest = bundled_block_manifest(manifest, path)
+                seconds, count = _train_block(block, block_manifest, torch_device)
                 compute, trials = compute + seconds, trials + count
             write_bundle_manifest(manifest, request)
     print(

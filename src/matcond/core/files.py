@@ -244,7 +244,9 @@ def write_bundle_manifest(path: str | Path, request: Mapping) -> None:
     request (``request``: its blocks' requests by path) and the :func:`file_record` of each
     block's manifest, keyed by block path."""
     path = Path(path)
-    blocks = {block: file_record(_block_path(path, block)) for block in request["blocks"]}
+    blocks = {
+        block: file_record(bundled_block_manifest(path, block)) for block in request["blocks"]
+    }
     text = json.dumps({"bundle": request, "blocks": blocks}, sort_keys=True, indent=1) + "\n"
     replace_atomically(path, lambda tmp: tmp.write_text(text))
 
@@ -264,8 +266,10 @@ def is_bundle(manifest: str | Path) -> bool:
     return Path(manifest).parent.name == BUNDLES
 
 
-def _block_path(bundle: Path, block: str) -> Path:
-    return bundle.parent.parent / f"{block}.json"
+def bundled_block_manifest(bundle: str | Path, block: str) -> Path:
+    """Where the manifest of block ``block`` (its path below results/trials) of the bundle
+    whose manifest is ``bundle`` lies: where the block's own job would write it."""
+    return Path(bundle).parent.parent / f"{block}.json"
 
 
 def block_manifests(manifests: Iterable[str | Path]) -> list[Path]:
@@ -278,7 +282,7 @@ def block_manifests(manifests: Iterable[str | Path]) -> list[Path]:
             blocks.append(manifest)
             continue
         for block, record in read_bundle_manifest(manifest)["blocks"].items():
-            path = _block_path(manifest, block)
+            path = bundled_block_manifest(manifest, block)
             verified_bytes(path, record, f"not the manifest its bundle {manifest} lists")
             blocks.append(path)
     return blocks

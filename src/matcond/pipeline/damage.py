@@ -23,6 +23,7 @@ from matcond.core.files import (
     TABLE_KEY,
     UNREADABLE,
     DamagedFileError,
+    bundled_block_manifest,
     changed_settings,
     file_record,
     is_bundle,
@@ -116,7 +117,7 @@ def bundle_damage(manifest: Path, bundle_json: str) -> dict[Path, str]:
     expected = json.loads(bundle_json)
     damaged = {}
     for block, request in expected["blocks"].items():
-        path = manifest.parent.parent / f"{block}.json"
+        path = bundled_block_manifest(manifest, block)
         if os.path.lexists(path):
             damaged |= block_damage(path, json.dumps(request, sort_keys=True))
     if not os.path.lexists(manifest):
@@ -128,7 +129,7 @@ def bundle_damage(manifest: Path, bundle_json: str) -> dict[Path, str]:
     if stored["bundle"] != expected:
         return damaged | {manifest: "made for other blocks or settings"}
     for block, record in stored["blocks"].items():
-        path = manifest.parent.parent / f"{block}.json"
+        path = bundled_block_manifest(manifest, block)
         if path in damaged or (problem := _record_problem(path, record)):
             problem = f"the manifest of its block {block} is missing or altered"
             return damaged | {manifest: problem}
