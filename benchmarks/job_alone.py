@@ -71,22 +71,35 @@ def same_outputs(run_dir: Path, first: dict, second: dict) -> bool:
     return all((run_dir / a).read_bytes() == (run_dir / b).read_bytes() for a, b in pairs)
 
 
-def main() -> None:
+def job_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a script that runs a finished run's jobs: the run's directory, its
+    rules, ``--match``."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("run_dir", type=Path, help="a finished run's directory")
     parser.add_argument("rules", nargs="+")
     parser.add_argument("--match", help="only the jobs whose wildcards hold this text")
+    return parser
+
+
+def selected_jobs(run_dir: Path, rules: list[str], match: str | None):
+    """``(number, name, request)`` of each of ``rules``' jobs in ``run_dir`` whose name (rule
+    and wildcards) holds ``match``."""
+    for number, request in enumerate(requests(run_dir, rules)):
+        name = f"{request['rule']} {json.dumps(request['wildcards'])}"
+        if match is None or match in name:
+            yield number, name, request
+
+
+def main() -> None:
+    parser = job_parser(__doc__)
     parser.add_argument("--against", type=Path, help="another checkout, run side by side")
     args = parser.parse_args()
     run_dir = args.run_dir.resolve()
     logs = run_dir / "job-alone" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    for number, request in enumerate(requests(run_dir, args.rules)):
-        name = f"{request['rule']} {json.dumps(request['wildcards'])}"
-        if args.match and args.match not in name:
-            continue
+    for number, name, request in selected_jobs(run_dir, args.rules, args.match):
         here = moved(request, "job-alone/here")
         if args.against is None:
             seconds = run_job(REPO, run_dir, here, logs / f"{number}.log")

@@ -1,15 +1,27 @@
-"""The run's shape that benchmarks/workflow_bench.py prints, on hand-made job intervals."""
+"""What benchmarks/ scripts compute from their timings, on hand-made ones: the run's shape that
+workflow_bench.py prints, the rounds' summary of train_floor.py, the kernels' share of
+job_kernels.py."""
 
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "workflow_bench.py"
-_spec = importlib.util.spec_from_file_location("workflow_bench", PATH)
-workflow_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(workflow_bench)
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+workflow_bench = _module("workflow_bench")
+train_floor = _module("train_floor")
+job_kernels = _module("job_kernels")
 
 
 def test_the_shape_of_a_run_with_a_serial_tail():
@@ -81,3 +93,54 @@ def test_the_critical_path_follows_the_files_through_the_longest_chain():
     rerun += "    benchmark: results/benchmarks/plots/f.tsv\n"
     files = workflow_bench.job_files(LOG + rerun)
     assert workflow_bench.critical_path(files, jobs) == list(map(Path, [*chain, "plots/f.tsv"]))
+
+
+def test_train_floor_pairs_each_block_with_the_floors_around_it():
+    """Nine rounds whose machine slows by 2x in rounds 4-6, floors and block alike: paired, the
+    ratios are 1.1 ... 1.5 however fast the round (the median 1.3, its 95 % interval the 2nd
+    and 8th of the nine, [1.15, 1.45]: undecided against 1.3); the best block over the best
+    floor is 1.1. A lower or higher machine gives 'within' or 'above' from the interval's
+    ends, and too few rounds for an interval no verdict."""
+    ratios = [1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45, 1.5]
+    speed = [1, 1, 1, 2, 2, 2, 1, 1, 1]
+    rounds = [(0.2 * k, 0.2 * k * r, 0.2 * k) for k, r in zip(speed, ratios, strict=True)]
+    got = train_floor.summary(rounds)
+    assert (got["median"], got["low"], got["high"]) == pytest.approx((1.3, 1.15, 1.45))
+    assert got["verdict"] == "undecided"
+    assert got["best_ratio"] == pytest.approx(1.1)
+    lower = train_floor.summary([(f, m * 0.8, a) for f, m, a in rounds])
+    assert (lower["high"], lower["verdict"]) == (pytest.approx(1.16), "within")
+    higher = train_floor.summary([(f, m * 1.2, a) for f, m, a in rounds])
+    assert (higher["low"], higher["verdict"]) == (pytest.approx(1.38), "above")
+    few = train_floor.summary(rounds[:5])
+    assert np.isnan(few["low"]) and few["verdict"] == "undecided"
+
+
+def test_job_kernels_counts_the_samples_in_numpy_scipy_or_torch_below_the_python():
+    """Four stacks as py-spy --native writes them: a numpy reduction called from our code
+    (kernel), a torch product (kernel: py-spy names torch's library without a path), pandas
+    selecting rows in pyarrow (not), and the interpreter between two numpy calls (not:
+    numpy's Python frame is not native). 10 of 13 samples in kernels."""
+    numpy_sum = (
+        "<module> (job.py:14);predict (matcond/condition_number/theory.py:180);"
+        "_mean (numpy/_core/_methods.py:120);"
+        "PyArray_Sum (numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so) 7"
+    )
+    pandas_take = (
+        "<module> (job.py:14);arm (matcond/core/arms.py:140);"
+        "take (pyarrow/compute.py:468);arrow::compute::Take (pyarrow/libarrow.so.2600) 2"
+    )
+    interpreter = (
+        "<module> (job.py:14);_wrapfunc (numpy/_core/fromnumeric.py:57);"
+        "_PyEval_EvalFrameDefault (libpython3.11.so.1.0) 1"
+    )
+    torch_product = (
+        "<module> (job.py:14);einsum (torch/functional.py:422);"
+        "at::_ops::einsum::call (libtorch_cpu.so) 3"
+    )
+    raw = "\n".join([numpy_sum, pandas_take, interpreter, torch_product]) + "\n"
+    total, kernels, frames = job_kernels.shares(raw)
+    assert (total, kernels) == (13, 10)
+    assert frames["_mean (numpy/_core/_methods.py)", True] == 7
+    assert frames["take (pyarrow/compute.py)", False] == 2
+    assert frames["_wrapfunc (numpy/_core/fromnumeric.py)", False] == 1
