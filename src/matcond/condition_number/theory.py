@@ -166,21 +166,29 @@ def predict(inputs: pd.DataFrame, component: str) -> float:
     """
     if component not in PREDICTED:
         raise ValueError(f"the theory predicts {PREDICTED}, not {component!r}")
-    if inputs.empty or not all(applies(r) for r in inputs.to_dict("records")):
+    trials = inputs.to_dict("records")  # one pass over the (arrow-backed) columns
+    if inputs.empty or not all(applies(r) for r in trials):
         return math.nan
     models = [
-        noise_model(r.lr, int(r.steps), int(r.batch_size), r.noise_std, r.init_scale, int(r.dim))
-        for r in inputs.itertuples()
+        noise_model(
+            r["lr"],
+            int(r["steps"]),
+            int(r["batch_size"]),
+            r["noise_std"],
+            r["init_scale"],
+            int(r["dim"]),
+        )
+        for r in trials
     ]
     if component == "row_norms":
         errors = [
-            row_norm_error(m, int(r.dim), r.frobenius_norm)
-            for m, r in zip(models, inputs.itertuples(), strict=True)
+            row_norm_error(m, int(r["dim"]), r["frobenius_norm"])
+            for m, r in zip(models, trials, strict=True)
         ]
         return float(np.mean(errors))
     stds = [
-        log_kappa_std(m, r.spectral_norm, r.spectral_norm / r.condition_number)
-        for m, r in zip(models, inputs.itertuples(), strict=True)
+        log_kappa_std(m, r["spectral_norm"], r["spectral_norm"] / r["condition_number"])
+        for m, r in zip(models, trials, strict=True)
     ]
     return median_kappa_error(np.array(stds))
 
@@ -257,9 +265,9 @@ def prediction_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 own = own[matches(own[key], value)]
             # the cell's own epochs; the rows of one epoch hold all that where selects
             for epoch, at_epoch in own[own["epoch"] >= 1].groupby("epoch", sort=True):
+                inputs = trial_inputs(at_epoch, {**cell, "epoch": epoch})  # per trial
                 for component in PREDICTED:
                     where = {**cell, "epoch": epoch, "component": component}
-                    inputs = trial_inputs(at_epoch, where)
                     predicted = predict(inputs, component)
                     if math.isnan(predicted):
                         continue
