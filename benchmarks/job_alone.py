@@ -47,14 +47,17 @@ def moved(request: dict, folder: str) -> dict:
     return {**request, "output": {"entries": entries, "named": named}}
 
 
-def run_job(checkout: Path, run_dir: Path, request: dict, log: Path) -> float:
-    """Wall seconds of the job ``request`` run by ``checkout``'s scripts/job.py."""
+def run_job(
+    checkout: Path, run_dir: Path, request: dict, log: Path, prefix: tuple[str, ...] = ()
+) -> float:
+    """Wall seconds of the job ``request`` run by ``checkout``'s scripts/job.py in a process
+    of its own (never a job server's), its command after ``prefix`` (a profiler's)."""
     for path in request["output"]["entries"]:
         (run_dir / path).parent.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MATCOND_JOB_SERVER")}
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, str(checkout / "scripts" / "job.py"), str(log)],
+        [*prefix, sys.executable, str(checkout / "scripts" / "job.py"), str(log)],
         input=json.dumps(request),
         text=True,
         cwd=run_dir,

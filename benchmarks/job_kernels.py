@@ -23,17 +23,14 @@ with the rate (about 1.8x at the default 10 per second) while the shares stay th
 from __future__ import annotations
 
 import collections
-import json
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from job_alone import REPO, job_parser, moved, selected_jobs  # noqa: E402
+from job_alone import REPO, job_parser, moved, run_job, selected_jobs  # noqa: E402
 
 KERNEL_LIBRARIES = ("numpy", "scipy", "torch")  # their packages and wheels' .libs folders
 # shared libraries py-spy names without a path: torch's, and BLAS/LAPACK/OpenMP
@@ -84,22 +81,10 @@ def shares(raw: str) -> tuple[int, int, collections.Counter]:
 def sampled_job(run_dir: Path, request: dict, log: Path, out: Path, rate: int) -> float:
     """Wall seconds of ``request`` run alone on one thread under py-spy (``rate`` samples a
     second), its samples in ``out``."""
-    for path in request["output"]["entries"]:
-        (run_dir / path).parent.mkdir(parents=True, exist_ok=True)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    command = [spy, "record", "--native", "--rate", str(rate), "--format", "raw"]
-    command += ["--output", str(out), "--"]
-    command += [sys.executable, str(REPO / "scripts" / "job.py"), str(log)]
-    start = time.perf_counter()
-    subprocess.run(
-        command,
-        input=json.dumps({**request, "threads": 1}),
-        text=True,
-        cwd=run_dir,
-        check=True,
-        capture_output=True,
-    )
-    return time.perf_counter() - start
+    prefix = (spy, "record", "--native", "--rate", str(rate), "--format", "raw")
+    prefix += ("--output", str(out), "--")
+    return run_job(REPO, run_dir, {**request, "threads": 1}, log, prefix)
 
 
 def main() -> None:
