@@ -7,15 +7,21 @@ machine lacks). It prints, in order:
    run one (the hazard the job server avoids) and whether one forked from a process that ran
    none can (:func:`matcond.execution.forked.fork_problem`);
 2. the float32 rates of the residual form's products, (B x d) @ (d x d) batched over 64
-   seeds at d = 512, on the GPU and on one CPU thread: the floors below;
+   seeds at d = 512, on the GPU and on one CPU thread: the floors below; then a probe of one
+   paper-default block per d (:data:`PROBE_SEEDS`) trained as a training job trains it, on
+   one CPU thread and on the GPU (its singular values on the GPU, as the run takes them, and
+   on the host, as before 2026-11-30): wall and this process's CPU seconds per trial. The
+   run's cores are its bound (docs/benchmarks.md), so a d gains on the GPU where the GPU
+   block's host CPU per trial is below a CPU trial's: that is what ``gpu_min_dim`` is for;
 3. the README's command (``snakemake --cores all --resources gpu=1``, the paper config
    unless other arguments are given) in a directory of its own for ``--seconds`` at most,
    sampling the GPU's utilisation every second (nvidia-smi);
 4. per training class (model, d, batch size, epochs) and device, from the training jobs'
    logs (``device=... trials=... compute_seconds=...``): trials, trials per compute-second
    and the measured seconds per trial over the floor (4 B d^2 FLOP per step and layer at the
-   device's rate above); the job-seconds per rule; the share of samples in which the GPU
-   was busy and its mean utilisation;
+   device's rate above); the job-seconds per rule and the training's span (the first
+   training job's start to the last one's end: issue 58's target, 5 min); the share of
+   samples in which the GPU was busy and its mean utilisation;
 5. where the run got as far as its claims table, how many verdicts differ from the 2-core
    CPU snapshot's (``docs/paper-run/claims.csv``; meant for the paper config).
 
@@ -39,9 +45,12 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from matcond.condition_number.batching import seeds_side_by_side
+from matcond.condition_number.run import run_trials, trial_spec
 from matcond.execution.forked import fork_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from batch_bench import paper_defaults  # noqa: E402
 from train_floor import gemm_rate  # noqa: E402
 from workflow_bench import REPO, job_intervals, rule_seconds  # noqa: E402
 
@@ -57,6 +66,40 @@ def fork_probes() -> None:
     x = torch.ones(2, requires_grad=True)
     (x * x).sum().backward()
     print("fork after a backward pass in the parent:", fork_problem() or "a child runs torch")
+
+
+# The probe's blocks: d and seeds on the GPU (a paper block's: 64 at d <= 512, 8 above); on the
+# CPU the first CPU_PROBE_SEEDS of them
+PROBE_SEEDS = {128: 64, 256: 64, 512: 64, 1024: 8}
+CPU_PROBE_SEEDS = 4
+
+
+def per_trial(specs: list[dict], device: torch.device, spectra_on_device: bool) -> tuple:
+    """Wall and process CPU seconds per trial to train ``specs`` on ``device`` in the batches
+    a training job uses (:func:`seeds_side_by_side`)."""
+    size = seeds_side_by_side(specs[0]["dim"], device.type)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for first in range(0, len(specs), size):
+        run_trials(specs[first : first + size], device, spectra_on_device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - wall) / len(specs), (time.process_time() - cpu) / len(specs)
+
+
+def block_probe(gpu: bool) -> None:
+    """Part 2: per d of :data:`PROBE_SEEDS`, a paper-default block's seconds per trial on one
+    CPU thread and on the GPU (module docstring)."""
+    cell, cpu, cuda = paper_defaults(), torch.device("cpu"), torch.device("cuda")
+    if gpu:
+        run_trials([trial_spec({**cell, "dim": 64}, 0)], cuda)  # CUDA's start-up, not timed
+    print("block probe, s/trial:  d  seeds  CPU  | GPU wall, host CPU | spectra on host: same")
+    for dim, seeds in PROBE_SEEDS.items():
+        specs = [trial_spec({**cell, "dim": dim}, seed) for seed in range(seeds)]
+        row = f"{dim:>27} {seeds:>6} {per_trial(specs[:CPU_PROBE_SEEDS], cpu, False)[0]:>6.3f}"
+        if gpu:
+            on, off = (per_trial(specs, cuda, spectra) for spectra in (True, False))
+            row += f" | {on[0]:>8.3f} {on[1]:>8.3f} | {off[0]:>8.3f} {off[1]:>8.3f}"
+        print(row, flush=True)
 
 
 def sample_gpu(stop: threading.Event, samples: list[float]) -> None:
@@ -122,9 +165,17 @@ def job_seconds(directory: Path) -> None:
     if not list((directory / "results" / "benchmarks").rglob("*.tsv")):
         print("no job finished")
         return
-    table = rule_seconds(job_intervals(directory))["seconds"]
+    jobs = job_intervals(directory)
+    table = rule_seconds(jobs)["seconds"]
     shown = ", ".join(f"{rule} {seconds:.0f}" for rule, seconds in table.items())
     print(f"job-seconds {table.sum():.0f}: {shown}")
+    train = jobs[jobs["rule"] == "train"]
+    if len(train):
+        start, end = train["start"].min(), train["end"].max()
+        print(
+            f"training: {len(train)} jobs from {start:.1f} s to {end:.1f} s after the first "
+            f"job's start, {(end - start) / 60:.2f} min"
+        )
 
 
 def verdicts_against_snapshot(directory: Path) -> None:
@@ -163,6 +214,7 @@ def main() -> None:
         "float32 GFLOP/s of the residual form's products:",
         {k: round(v / 1e9) for k, v in rates.items()},
     )
+    block_probe(gpu)
     shutil.rmtree(args.directory, ignore_errors=True)
     args.directory.mkdir(parents=True)
     samples: list[float] = []

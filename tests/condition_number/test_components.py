@@ -193,3 +193,23 @@ def test_two_numbers_give_the_error_that_arrays_of_them_give():
 def test_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="one shape"):
         compare(np.eye(2), np.eye(3))
+
+
+def test_a_spectrum_given_is_the_one_compared():
+    """compare() takes the trained matrix's singular values from ``spectrum`` where the caller
+    has them (a GPU block's), with or without a target: doubled, they double s_1."""
+    rng = np.random.default_rng(5)
+    w, t = rng.standard_normal((5, 5)), rng.standard_normal((5, 5))
+    s = np.linalg.svd(w, compute_uv=False)
+    for target in (t, None):
+        plain = {c.component: c for c in compare(w, target)}
+        given = {c.component: c for c in compare(w, target, spectrum=s)}
+        doubled = {c.component: c for c in compare(w, target, spectrum=2 * s)}
+        assert given["spectral_norm"].trained == plain["spectral_norm"].trained
+        assert doubled["spectral_norm"].trained == 2 * plain["spectral_norm"].trained
+        assert doubled["condition_number"].trained == pytest.approx(
+            plain["condition_number"].trained
+        )
+        if target is not None:  # errors against a target; the row norms not from the spectrum
+            assert doubled["spectral_norm"].error != plain["spectral_norm"].error
+            assert doubled["row_norms"].error == plain["row_norms"].error

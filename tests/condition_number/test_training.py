@@ -7,7 +7,13 @@ import torch
 
 from matcond.condition_number.run import run_trial, run_trials, trial_rows
 from matcond.condition_number.targets import DATA_STREAM, INIT_STREAM, make_target, stream_seed
-from matcond.condition_number.training import all_finite, init_layer, record_epochs, train
+from matcond.condition_number.training import (
+    all_finite,
+    init_layer,
+    record_epochs,
+    singular_values_where_finite,
+    train,
+)
 
 CPU = torch.device("cpu")
 
@@ -196,7 +202,7 @@ def test_a_folded_step_stops_before_its_weights_are_recorded_non_finite(spec, lr
         [s],
         [{"product": make_target(s)}],
         CPU,
-        lambda i, e, m, loss, g: recorded.update({e: (m, loss)}),
+        lambda i, e, m, loss, g, spectra: recorded.update({e: (m, loss)}),
     )
     assert outcome.diverged
     stop = outcome.diverged_epoch
@@ -224,3 +230,74 @@ def test_the_residual_form_is_sgd_on_the_trial_s_own_draws(spec, momentum):
         buffer = gradient if buffer is None else momentum * buffer + gradient
         w = w - 0.05 * (buffer if momentum else gradient)
     np.testing.assert_allclose(final_weight(w_star, s), w, rtol=1e-12, atol=1e-14)
+
+
+def test_singular_values_where_finite_are_numpy_s_and_nan_for_a_non_finite_matrix():
+    """Batched singular values as a GPU block takes them, against numpy one matrix at a
+    time: a full-rank, a rank-deficient and a zero matrix, and NaN for one with a NaN."""
+    rng = np.random.default_rng(3)
+    full = rng.standard_normal((6, 6))
+    low = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 6))
+    broken = full.copy()
+    broken[2, 3] = np.nan
+    stack = np.stack([full, low, np.zeros((6, 6)), broken])
+    got = singular_values_where_finite(torch.from_numpy(stack)).numpy()
+    for k in range(3):
+        expected = np.linalg.svd(stack[k], compute_uv=False)
+        np.testing.assert_allclose(got[k], expected, rtol=1e-12, atol=1e-14 * expected[0])
+    assert np.isnan(got[3]).all()
+    assert np.isnan(singular_values_where_finite(torch.from_numpy(stack[3:])).numpy()).all()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        # some seeds diverge, at different epochs; epoch 0 recorded
+        {"dim": 8, "batch_size": 16, "lr": 1.7, "epochs": 40, "record_every": 5},
+        # layers without a target, compared with themselves
+        {"model": "deep_linear", "depth": 3, "dim": 8, "epochs": 20, "record_every": 10},
+        # a zero matrix at epoch 0: kappa infinite, no rank
+        {"dim": 16, "init_scale": 0.0, "epochs": 10, "record_every": 5},
+    ],
+)
+def test_singular_values_taken_on_the_device_give_the_host_s_components(spec, changes):
+    """A GPU block's trials take their recorded matrices' singular values where they trained,
+    all at once (``spectra_on_device``, the default off the CPU); run that way on the CPU the
+    block gives the host's rows, weights and verdicts of divergence, its values within 1e-9
+    relative of numpy's (two LAPACK builds), infinities and NaNs where the host has them."""
+    specs = [{**spec, **changes, "seed": seed} for seed in range(4)]
+    host, host_weights = run_trials(specs, CPU, spectra_on_device=False)
+    device, device_weights = run_trials(specs, CPU, spectra_on_device=True)
+    values = ["trained", "target", "error"]
+    pd.testing.assert_frame_equal(host.drop(columns=values), device.drop(columns=values))
+    for column in values:
+        a, b = host[column].to_numpy(float), device[column].to_numpy(float)
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        finite = np.isfinite(a)
+        np.testing.assert_allclose(b[finite], a[finite], rtol=1e-9, atol=1e-12)
+    for w, v in zip(host_weights, device_weights, strict=True):
+        assert w.keys() == v.keys()
+        for name in w:
+            np.testing.assert_array_equal(w[name], v[name])
+
+
+def test_train_hands_on_record_the_spectra_it_was_asked_for(spec):
+    """With ``spectra_on_device`` each recorded matrix comes with its singular values (those
+    of the matrix handed over), without it with None."""
+    s = {**spec, "model": "deep_linear", "depth": 2, "epochs": 10, "record_every": 5}
+    targets = [{"product": make_target(s)}]
+    for on_device in (False, True):
+        got: list = []
+        train(
+            [s], targets, CPU, lambda i, e, m, loss, g, sp, got=got: got.append((m, sp)), on_device
+        )
+        assert len(got) == 3
+        for matrices, spectra in got:
+            if not on_device:
+                assert spectra is None
+                continue
+            assert spectra.keys() == matrices.keys()
+            for name, w in matrices.items():
+                expected = np.linalg.svd(w, compute_uv=False)
+                np.testing.assert_allclose(spectra[name], expected, rtol=1e-10)

@@ -1,7 +1,8 @@
 """The structural components of a weight matrix and their errors (paper §3.1).
 
 This module is the one place where the components are defined; docs/experiments.md repeats the
-definitions. Everything is computed in float64 with numpy, whatever dtype the weights had.
+definitions. Everything is computed in float64 with numpy, whatever dtype the weights had
+(a GPU block's singular values in float64 on the GPU: :func:`compare`'s ``spectrum``).
 
 For a matrix W (m x n) with singular values s_1 >= ... >= s_q, q = min(m, n):
 
@@ -171,18 +172,25 @@ def compare(
     *,
     effective_rank_thresholds: Sequence[float] = (0.01,),
     rank_rtol: float = 1e-10,
+    spectrum: np.ndarray | None = None,
 ) -> list[ComponentError]:
     """Every component of ``trained`` against the same component of ``target`` (a matrix, or
     its :func:`describe_target` where the caller keeps one).
 
     With ``target=None`` (a matrix that has no target, e.g. one layer of a deep linear net)
-    only the trained values are given; targets and errors are NaN.
+    only the trained values are given; targets and errors are NaN. ``spectrum``: the singular
+    values of ``trained`` (descending, float64) where the caller has them, e.g. computed on a
+    GPU for a whole batch of trials; otherwise numpy's.
     """
     w = np.asarray(trained, dtype=np.float64)
     if target is None:
         nan = float("nan")
         described = compare(
-            w, w, effective_rank_thresholds=effective_rank_thresholds, rank_rtol=rank_rtol
+            w,
+            w,
+            effective_rank_thresholds=effective_rank_thresholds,
+            rank_rtol=rank_rtol,
+            spectrum=spectrum,
         )
         return [ComponentError(c.component, c.trained, nan, nan) for c in described]
     t = target.matrix if isinstance(target, Target) else np.asarray(target, dtype=np.float64)
@@ -194,7 +202,7 @@ def compare(
             ComponentError(name, nan, nan, nan)
             for name in component_names(effective_rank_thresholds)
         ]
-    sw = singular_values(w)
+    sw = singular_values(w) if spectrum is None else np.asarray(spectrum, dtype=np.float64)
     if not isinstance(target, Target):  # a matrix compared with itself has one spectrum
         target = describe_target(t, sw if t is w else None)
     st = target.singular_values

@@ -91,9 +91,9 @@ class _TrialRecorder:
             self.described[name] = None if target is None else describe_target(target)
         return self.described[name]
 
-    def record(self, epoch: int, matrices: dict, loss: float, gradient) -> None:
+    def record(self, epoch: int, matrices: dict, loss: float, gradient, spectra) -> None:
         """matcond.condition_number.training.RecordFn for this trial: its components at
-        ``epoch``."""
+        ``epoch`` (from ``spectra``, the matrices' singular values, where training gave them)."""
         spec = self.spec
         if spec["save_recorded_weights"]:  # copies: epoch 0's matrices are also ``initial``
             self.stages[f"epoch{epoch}"] = {name: w.copy() for name, w in matrices.items()}
@@ -103,6 +103,7 @@ class _TrialRecorder:
                 self.target(name),
                 effective_rank_thresholds=spec["effective_rank_thresholds"],
                 rank_rtol=spec["rank_rtol"],
+                spectrum=None if spectra is None else spectra[name],
             )
             self.rows.extend(
                 (name, epoch, c.component, c.trained, c.target, c.error, loss) for c in comparisons
@@ -130,10 +131,12 @@ class _TrialRecorder:
 
 
 def run_trials(
-    specs: list[dict], device: torch.device
+    specs: list[dict], device: torch.device, spectra_on_device: bool | None = None
 ) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
     """Train the trials of one setting side by side (matcond.condition_number.training.train) and
-    compare every recorded matrix with its target.
+    compare every recorded matrix with its target. The recorded matrices' singular values are
+    computed on ``device`` with ``spectra_on_device`` (by default where ``device`` is not the
+    CPU: a GPU takes them for the whole batch at once), else with numpy on the host.
 
     Returns the trials' tidy tables as one, each trial's rows together in the order of
     ``specs`` (:func:`trial_rows`), and per spec the weights to save, keyed
@@ -143,7 +146,8 @@ def run_trials(
     """
     recorders = [_TrialRecorder(spec) for spec in specs]
     targets = [r.targets for r in recorders]
-    outcomes = train(specs, targets, device, lambda i, *args: recorders[i].record(*args))
+    on_device = device.type != "cpu" if spectra_on_device is None else spectra_on_device
+    outcomes = train(specs, targets, device, lambda i, *args: recorders[i].record(*args), on_device)
     results = [r.result(o) for r, o in zip(recorders, outcomes, strict=True)]
     columns = {k: [v for trial, _ in results for v in trial[k]] for k in results[0][0]}
     columns["diverged_epoch"] = pd.array(columns["diverged_epoch"], dtype="Int64")

@@ -38,8 +38,12 @@ from matcond.condition_number.targets import DATA_STREAM, INIT_STREAM, stream_se
 from matcond.core.trials import setting
 
 # on_record(trial index, epoch, matrices by name, loss, gradient of the loss w.r.t. the product
-# or None)
-RecordFn = Callable[[int, int, dict[str, np.ndarray], float, np.ndarray | None], None]
+# or None, the matrices' singular values by name or None)
+RecordFn = Callable[
+    [int, int, dict[str, np.ndarray], float, np.ndarray | None, dict[str, np.ndarray] | None],
+    None,
+]
+Snapshot = tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]
 
 
 @dataclass(frozen=True)
@@ -116,18 +120,44 @@ def all_finite(t: torch.Tensor) -> torch.Tensor:
     return finite
 
 
-def _matrices_per_seed(
-    model: Model, offset: torch.Tensor | None = None
-) -> list[dict[str, np.ndarray]]:
-    """Each seed's recorded matrices as float64 numpy arrays; ``offset`` (seeds x ...) is
-    added to the product in float64 (W* to a model that holds W - W*)."""
+def singular_values_where_finite(m: torch.Tensor) -> torch.Tensor:
+    """The singular values of each seed's matrix of ``m`` (seeds x a x b), descending, computed
+    on ``m``'s device for all seeds at once; NaN for a seed whose matrix is not finite (a
+    diverged trial's, which no component reads)."""
+    finite = all_finite(m)
+    if bool(finite.all()):
+        return torch.linalg.svdvals(m)
+    s = torch.full((m.shape[0], min(m.shape[-2:])), math.nan, dtype=m.dtype, device=m.device)
+    if bool(finite.any()):
+        s[finite] = torch.linalg.svdvals(m[finite])
+    return s
+
+
+def _snapshots(
+    model: Model, offset: torch.Tensor | None = None, spectra: bool = False
+) -> list[Snapshot]:
+    """Each seed's recorded matrices as float64 numpy arrays and, with ``spectra``, their
+    singular values (:func:`singular_values_where_finite`, on the model's device), else None;
+    ``offset`` (seeds x ...) is added to the product in float64 (W* to a model that holds
+    W - W*)."""
     with torch.no_grad():
-        matrices = {k: v.detach().to("cpu", torch.float64) for k, v in model.matrices().items()}
+        matrices = {k: v.detach().to(torch.float64) for k, v in model.matrices().items()}
         if offset is not None:  # a new tensor: a float64 model's matrices are its own
-            matrices["product"] = matrices["product"] + offset.to("cpu", torch.float64)
-        matrices = {k: v.numpy() for k, v in matrices.items()}
+            matrices["product"] = matrices["product"] + offset.to(torch.float64)
+        values = (
+            {k: singular_values_where_finite(v).cpu().numpy() for k, v in matrices.items()}
+            if spectra
+            else None
+        )
+        matrices = {k: v.cpu().numpy() for k, v in matrices.items()}
     seeds = next(iter(matrices.values())).shape[0]
-    return [{k: v[i].copy() for k, v in matrices.items()} for i in range(seeds)]
+    return [
+        (
+            {k: v[i].copy() for k, v in matrices.items()},
+            None if values is None else {k: v[i] for k, v in values.items()},
+        )
+        for i in range(seeds)
+    ]
 
 
 def _stacked(targets: list[dict[str, np.ndarray]], dtype, device) -> dict[str, torch.Tensor]:
@@ -176,6 +206,7 @@ def train(
     targets: list[dict[str, np.ndarray]],
     device: torch.device,
     on_record: RecordFn,
+    spectra_on_device: bool = False,
 ) -> list[TrainingOutcome]:
     """Train the trials of one setting side by side, one per spec (they differ in their seed
     only), each on its teacher (``targets``: matcond.condition_number.models.teacher_weights of its
@@ -190,6 +221,10 @@ def train(
     recorded epoch, so that a diverged trial has a row wherever a finished one has, and the
     others train on without it. Each trial draws its data from its own generators and every
     operation acts on each trial alone, so a trial's numbers do not depend on the others.
+
+    With ``spectra_on_device`` the recorded matrices' singular values are computed on
+    ``device``, for all trials at once, and handed to ``on_record`` (else None): on a GPU that
+    spares the host the float64 SVDs that bound a block there (docs/benchmarks.md).
     """
     spec = specs[0]
     dtype = getattr(torch, spec["dtype"])
@@ -220,20 +255,20 @@ def train(
     want_gradient = spec["record_gradients"] and set(targets[0]) == {"product"}
     shape = (spec["batch_size"], *kind.input_shape(spec))
 
-    initial = _matrices_per_seed(model)
+    initial = _snapshots(model, spectra=spectra_on_device and 0 in recorded)
     if as_error:
         with torch.no_grad():
             model.layers[0].sub_(tensors["product"])
 
-    def snapshots() -> list[dict[str, np.ndarray]]:
+    def snapshots(spectra: bool = spectra_on_device) -> list[Snapshot]:
         """Each seed's matrices now, the product as W even where the model holds W - W*."""
-        return _matrices_per_seed(model, tensors["product"] if as_error else None)
+        return _snapshots(model, tensors["product"] if as_error else None, spectra)
 
     final: list[dict[str, np.ndarray] | None] = [None] * len(specs)
     diverged_epoch: list[int | None] = [None] * len(specs)
     if 0 in recorded:
-        for i, snapshot in enumerate(initial):
-            on_record(i, 0, snapshot, float("nan"), None)
+        for i, (matrices, spectra) in enumerate(initial):
+            on_record(i, 0, matrices, float("nan"), None, spectra)
     active = list(range(len(specs)))  # trials still training, in the order of the seed axis
     first_loss = [float("nan")] * len(specs)
     losses = [float("nan")] * len(specs)
@@ -298,9 +333,10 @@ def train(
             stopped_snapshots = snapshots()
             for position in stopped:
                 i = active[position]
-                diverged_epoch[i], final[i] = epoch, stopped_snapshots[position]
+                matrices, spectra = stopped_snapshots[position]
+                diverged_epoch[i], final[i] = epoch, matrices
                 for later in sorted({epoch} | {e for e in recorded if e > epoch}):
-                    on_record(i, later, stopped_snapshots[position], losses[i], None)
+                    on_record(i, later, matrices, losses[i], None, spectra)
             keep = [p for p in range(len(active)) if p not in stopped]
             if not keep:
                 break
@@ -317,11 +353,11 @@ def train(
             if target.products is not None:
                 target = Target([target.products[p] for p in keep], spec, device)
         if epoch in recorded:
-            for position, snapshot in enumerate(snapshots()):
+            for position, (matrices, spectra) in enumerate(snapshots()):
                 i = active[position]
                 grad = None if gradient is None else gradient[position]
-                on_record(i, epoch, snapshot, losses[i], grad)
-    for position, snapshot in enumerate(snapshots()):
+                on_record(i, epoch, matrices, losses[i], grad, spectra)
+    for position, (matrices, _) in enumerate(snapshots(spectra=False)):  # final: not recorded
         if diverged_epoch[active[position]] is None:
-            final[active[position]] = snapshot
-    return [TrainingOutcome(initial[i], final[i], diverged_epoch[i]) for i in range(len(specs))]
+            final[active[position]] = matrices
+    return [TrainingOutcome(initial[i][0], final[i], diverged_epoch[i]) for i in range(len(specs))]
