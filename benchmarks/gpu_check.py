@@ -12,7 +12,8 @@ machine lacks). It prints, in order:
    one CPU thread and on the GPU (its singular values on the GPU, as the run takes them, and
    on the host, as before 2026-11-30): wall and this process's CPU seconds per trial. The
    run's cores are its bound (docs/benchmarks.md), so a d gains on the GPU where the GPU
-   block's host CPU per trial is below a CPU trial's: that is what ``gpu_min_dim`` is for;
+   block's host CPU per trial is below a CPU trial's: that is what ``gpu_min_dim`` is for.
+   With ``--gpu-min-dim auto`` the run below takes the probe's pick (:func:`pick_min_dim`);
 3. the README's command (``snakemake --cores all --resources gpu=1``, the paper config
    unless other arguments are given) in a directory of its own for ``--seconds`` at most,
    sampling the GPU's utilisation every second (nvidia-smi);
@@ -72,6 +73,23 @@ def fork_probes() -> None:
 # CPU the first CPU_PROBE_SEEDS of them
 PROBE_SEEDS = {128: 64, 256: 64, 512: 64, 1024: 8}
 CPU_PROBE_SEEDS = 4
+# How many times less host CPU per trial a d's GPU block must take than its CPU block for
+# --gpu-min-dim auto to send it to the GPU: the margin covers the GPU jobs' own limit
+# (gpu_jobs at once) and the probe's noise (written before any probe ran)
+GPU_GAIN = 2.0
+
+
+def pick_min_dim(probe: dict[int, tuple[float, float]], gain: float = GPU_GAIN) -> int | None:
+    """The smallest probed d from which on every probed d's GPU block takes at most 1 / gain
+    of the host CPU per trial of its CPU block (``probe``: d -> (CPU seconds per trial, GPU
+    block's host CPU seconds per trial)); None where the largest d does not."""
+    picked = None
+    for dim in sorted(probe, reverse=True):
+        cpu, gpu_host = probe[dim]
+        if gpu_host * gain > cpu:
+            break
+        picked = dim
+    return picked
 
 
 def per_trial(specs: list[dict], device: torch.device, spectra_on_device: bool) -> tuple:
@@ -86,20 +104,25 @@ def per_trial(specs: list[dict], device: torch.device, spectra_on_device: bool) 
     return (time.perf_counter() - wall) / len(specs), (time.process_time() - cpu) / len(specs)
 
 
-def block_probe(gpu: bool) -> None:
+def block_probe(gpu: bool) -> dict[int, tuple[float, float]]:
     """Part 2: per d of :data:`PROBE_SEEDS`, a paper-default block's seconds per trial on one
-    CPU thread and on the GPU (module docstring)."""
+    CPU thread and on the GPU (module docstring); d -> (CPU seconds per trial, the GPU
+    block's host CPU seconds per trial) where there is a GPU."""
+    probe = {}
     cell, cpu, cuda = paper_defaults(), torch.device("cpu"), torch.device("cuda")
     if gpu:
         run_trials([trial_spec({**cell, "dim": 64}, 0)], cuda)  # CUDA's start-up, not timed
     print("block probe, s/trial:  d  seeds  CPU  | GPU wall, host CPU | spectra on host: same")
     for dim, seeds in PROBE_SEEDS.items():
         specs = [trial_spec({**cell, "dim": dim}, seed) for seed in range(seeds)]
-        row = f"{dim:>27} {seeds:>6} {per_trial(specs[:CPU_PROBE_SEEDS], cpu, False)[0]:>6.3f}"
+        on_cpu = per_trial(specs[:CPU_PROBE_SEEDS], cpu, False)[0]
+        row = f"{dim:>27} {seeds:>6} {on_cpu:>6.3f}"
         if gpu:
             on, off = (per_trial(specs, cuda, spectra) for spectra in (True, False))
             row += f" | {on[0]:>8.3f} {on[1]:>8.3f} | {off[0]:>8.3f} {off[1]:>8.3f}"
+            probe[dim] = on_cpu, on[1]
         print(row, flush=True)
+    return probe
 
 
 def sample_gpu(stop: threading.Event, samples: list[float]) -> None:
@@ -203,7 +226,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=420, help="the run's limit")
     parser.add_argument("--directory", type=Path, default=Path("gpu-check"))
+    parser.add_argument(
+        "--gpu-min-dim",
+        default="config",
+        help="auto: run with the probe's pick of gpu_min_dim (pick_min_dim); config: the config's",
+    )
     args, extra = parser.parse_known_args()
+    if args.gpu_min_dim not in ("auto", "config"):
+        parser.error(f"--gpu-min-dim must be auto or config, not {args.gpu_min_dim!r}")
+    if args.gpu_min_dim == "auto" and "--config" in extra:
+        parser.error("--gpu-min-dim auto adds its own --config: give gpu_min_dim there instead")
     fork_probes()  # first: asking torch for the GPU starts CUDA's driver in this process
     gpu = torch.cuda.is_available()
     name = torch.cuda.get_device_name(0) if gpu else "none"
@@ -214,7 +246,12 @@ def main() -> None:
         "float32 GFLOP/s of the residual form's products:",
         {k: round(v / 1e9) for k, v in rates.items()},
     )
-    block_probe(gpu)
+    probe = block_probe(gpu)
+    if args.gpu_min_dim == "auto":
+        picked = pick_min_dim(probe)
+        print(f"gpu_min_dim picked by the probe (gain >= {GPU_GAIN:g}): {picked}")
+        if picked is not None:
+            extra = [*extra, "--config", f"gpu_min_dim={picked}"]
     shutil.rmtree(args.directory, ignore_errors=True)
     args.directory.mkdir(parents=True)
     samples: list[float] = []

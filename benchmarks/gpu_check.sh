@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the checkout's root, with .whl carried (made on the development
 # machine by ../shared/tools/gpu-wheels.sh: Snakemake and what the machine's image lacks):
-#   SECS=440 bash benchmarks/gpu_check.sh [snakemake arguments]
+#   SECS=440 bash benchmarks/gpu_check.sh [--gpu-min-dim auto] [snakemake arguments]
 # installs the wheels into a temporary directory and runs benchmarks/gpu_check.py (the README's
 # command for at most SECS seconds, and what the GPU did). Keep SECS two to three minutes under
 # the device call's limit: the wheels, the probes and the report take about two.

@@ -1,6 +1,6 @@
 """What benchmarks/ scripts compute from their timings, on hand-made ones: the run's shape that
 workflow_bench.py prints, the rounds' summary of train_floor.py, the kernels' share of
-job_kernels.py."""
+job_kernels.py, the GPU threshold gpu_check.py picks."""
 
 import importlib.util
 from pathlib import Path
@@ -22,6 +22,7 @@ def _module(name: str):
 workflow_bench = _module("workflow_bench")
 train_floor = _module("train_floor")
 job_kernels = _module("job_kernels")
+gpu_check = _module("gpu_check")
 
 
 def test_the_shape_of_a_run_with_a_serial_tail():
@@ -144,3 +145,15 @@ def test_job_kernels_counts_the_samples_in_numpy_scipy_or_torch_below_the_python
     assert frames["_mean (numpy/_core/_methods.py)", True] == 7
     assert frames["take (pyarrow/compute.py)", False] == 2
     assert frames["_wrapfunc (numpy/_core/fromnumeric.py)", False] == 1
+
+
+def test_gpu_check_picks_the_smallest_d_from_which_on_the_gpu_halves_the_host_cpu():
+    """d -> (CPU s per trial, GPU block's host CPU s per trial): the GPU halves it from
+    d = 256 on (d = 128 gains only 1.5x): 256; a d above that does not (a noisy 512): the
+    pick starts above it; the largest d does not: no pick."""
+    probe = {128: (0.06, 0.04), 256: (0.15, 0.05), 512: (0.44, 0.1), 1024: (2.0, 0.3)}
+    assert gpu_check.pick_min_dim(probe) == 256
+    assert gpu_check.pick_min_dim(probe, gain=1.4) == 128
+    assert gpu_check.pick_min_dim({**probe, 512: (0.44, 0.3)}) == 1024
+    assert gpu_check.pick_min_dim({**probe, 1024: (2.0, 1.5)}) is None
+    assert gpu_check.pick_min_dim({}) is None
