@@ -258,6 +258,9 @@ def test_singular_values_where_finite_are_numpy_s_and_nan_for_a_non_finite_matri
         {"model": "deep_linear", "depth": 3, "dim": 8, "epochs": 20, "record_every": 10},
         # a zero matrix at epoch 0: kappa infinite, no rank
         {"dim": 16, "init_scale": 0.0, "epochs": 10, "record_every": 5},
+        # the other models' matrices: products of layers, a teacher of its own
+        {"model": "relu_mlp", "dim": 8, "epochs": 10, "record_every": 5},
+        {"model": "attention", "dim": 4, "seq_len": 3, "init_scale": 0.5, "epochs": 10},
     ],
 )
 def test_singular_values_taken_on_the_device_give_the_host_s_components(spec, changes):
