@@ -13,7 +13,10 @@ machine lacks). It prints, in order:
    on the host, as before 2026-11-30): wall and this process's CPU seconds per trial. The
    run's cores are its bound (docs/benchmarks.md), so a d gains on the GPU where the GPU
    block's host CPU per trial is below a CPU trial's: that is what ``gpu_min_dim`` is for.
-   With ``--gpu-min-dim auto`` the run below takes the probe's pick (:func:`pick_min_dim`);
+   With ``--gpu-min-dim auto`` the run below takes the probe's pick (:func:`pick_min_dim`).
+   And the float64 singular values alone, per matrix: 64 matrices of side d at once on the
+   GPU (as a GPU block takes them) against numpy one at a time on the host, from d = 32 up
+   (where the GPU's batched SVD stops paying, for a GPU block of small d);
 3. the README's command (``snakemake --cores all --resources gpu=1``, the paper config
    unless other arguments are given) in a directory of its own for ``--seconds`` at most,
    sampling the GPU's utilisation every second (nvidia-smi);
@@ -43,8 +46,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
+from threadpoolctl import threadpool_limits
 
 from matcond.condition_number.batching import seeds_side_by_side
 from matcond.condition_number.run import run_trials, trial_spec
@@ -123,6 +128,26 @@ def block_probe(gpu: bool) -> dict[int, tuple[float, float]]:
             probe[dim] = on_cpu, on[1]
         print(row, flush=True)
     return probe
+
+
+def svd_probe(gpu: bool, seeds: int = 64) -> None:
+    """Part 2, last: milliseconds per matrix of the float64 singular values of ``seeds``
+    random d x d matrices, numpy one at a time on the host and torch batched on the GPU."""
+    print("float64 singular values, ms per matrix:     d   host (numpy)   GPU (batched)")
+    for dim in (32, 64, 128, 256, 512, 1024):
+        stack = torch.randn(seeds, dim, dim, dtype=torch.float64)
+        start = time.perf_counter()
+        for matrix in stack.numpy():
+            np.linalg.svd(matrix, compute_uv=False)
+        row = f"{dim:>48} {(time.perf_counter() - start) / seeds * 1e3:>14.3f}"
+        if gpu:
+            on_gpu = stack.cuda()
+            torch.linalg.svdvals(on_gpu)  # cuSOLVER's start-up and workspace, not timed
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            torch.linalg.svdvals(on_gpu).cpu()
+            row += f" {(time.perf_counter() - start) / seeds * 1e3:>15.3f}"
+        print(row, flush=True)
 
 
 def sample_gpu(stop: threading.Event, samples: list[float]) -> None:
@@ -246,7 +271,9 @@ def main() -> None:
         "float32 GFLOP/s of the residual form's products:",
         {k: round(v / 1e9) for k, v in rates.items()},
     )
-    probe = block_probe(gpu)
+    with threadpool_limits(1):  # numpy's BLAS on one thread too, as in a training job
+        probe = block_probe(gpu)
+        svd_probe(gpu)
     if args.gpu_min_dim == "auto":
         picked = pick_min_dim(probe)
         print(f"gpu_min_dim picked by the probe (gain >= {GPU_GAIN:g}): {picked}")
