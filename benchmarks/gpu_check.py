@@ -9,8 +9,8 @@ machine lacks). It prints, in order:
 2. the float32 rates of the residual form's products, (B x d) @ (d x d) batched over 64
    seeds at d = 512, on the GPU and on one CPU thread: the floors below; then a probe of one
    paper-default block per d (:data:`PROBE_SEEDS`) trained as a training job trains it, on
-   one CPU thread and on the GPU (its singular values on the GPU, as the run takes them, and
-   on the host, as before 2026-11-30): wall and this process's CPU seconds per trial. The
+   one CPU thread and on the GPU (its singular values on the GPU, as the run takes them from
+   d = 512 on, and on the host, as below it): wall and this process's CPU seconds per trial. The
    run's cores are its bound (docs/benchmarks.md), so a d gains on the GPU where the GPU
    block's host CPU per trial is below a CPU trial's: that is what ``gpu_min_dim`` is for.
    With ``--gpu-min-dim auto`` the run below takes the probe's pick (:func:`pick_min_dim`).

@@ -7,8 +7,10 @@ import torch
 
 from matcond.condition_number.batching import (
     BASE_MB,
+    SPECTRA_ON_DEVICE_MIN_DIM,
     block_device,
     block_mem_mb,
+    device_takes_spectra,
     held_matrices,
     recorded_stages,
     seeds_side_by_side,
@@ -75,3 +77,15 @@ def test_a_block_s_device(requested: str, dim: int, gpus: int, expected: str) ->
 def test_an_unknown_block_device_names_the_key() -> None:
     with pytest.raises(ValueError, match="config key device must be auto, cpu or cuda"):
         block_device("tpu", 8, 512, 1)
+
+
+@pytest.mark.parametrize(
+    ("dim", "device", "expected"),
+    [
+        (SPECTRA_ON_DEVICE_MIN_DIM, "cuda", True),  # where a GPU was measured to gain
+        (SPECTRA_ON_DEVICE_MIN_DIM - 1, "cuda", False),  # below: numpy on the host
+        (4096, "cpu", False),  # a CPU block: numpy, whatever the size
+    ],
+)
+def test_where_a_block_takes_its_singular_values(dim: int, device: str, expected: bool) -> None:
+    assert device_takes_spectra(dim, device) is expected

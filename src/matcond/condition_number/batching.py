@@ -35,6 +35,20 @@ def block_device(requested: str, dim: int, min_dim: int, gpus: int) -> str:
     return requested
 
 
+# The smallest side whose recorded matrices' float64 singular values a GPU block takes on the
+# GPU, batched, rather than with numpy on its host core: 512, the one side measured on a GPU
+# (an H100, 2026-11-27: 0.030 s per trial there against 0.108 s on the host; docs/benchmarks.md
+# "GPU"). cuSOLVER batches only matrices up to 32 x 32 and loops over larger ones, so small
+# sides may well lose; benchmarks/gpu_check.py measures each side.
+SPECTRA_ON_DEVICE_MIN_DIM = 512
+
+
+def device_takes_spectra(dim: int, device: str) -> bool:
+    """Whether a block of matrices ``dim x dim`` training on ``device`` takes their singular
+    values there (:data:`SPECTRA_ON_DEVICE_MIN_DIM`); on the CPU numpy takes them."""
+    return device != "cpu" and dim >= SPECTRA_ON_DEVICE_MIN_DIM
+
+
 def seeds_side_by_side(dim: int, device: str) -> int:
     """How many of a block's trials train side by side: all of them on a GPU; on the CPU as
     many as keep one layer stack under :data:`BATCH_ELEMENTS` numbers (batching pays at small

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
-from matcond.condition_number.batching import seeds_side_by_side
+from matcond.condition_number.batching import device_takes_spectra, seeds_side_by_side
 from matcond.condition_number.components import compare, describe_target, singular_values
 from matcond.condition_number.models import teacher_weights
 from matcond.condition_number.training import TrainingOutcome, train
@@ -135,8 +135,8 @@ def run_trials(
 ) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
     """Train the trials of one setting side by side (matcond.condition_number.training.train) and
     compare every recorded matrix with its target. The recorded matrices' singular values are
-    computed on ``device`` with ``spectra_on_device`` (by default where ``device`` is not the
-    CPU: a GPU takes them for the whole batch at once), else with numpy on the host.
+    computed on ``device`` for the whole batch at once with ``spectra_on_device`` (by default
+    :func:`matcond.condition_number.batching.device_takes_spectra`), else with numpy on the host.
 
     Returns the trials' tidy tables as one, each trial's rows together in the order of
     ``specs`` (:func:`trial_rows`), and per spec the weights to save, keyed
@@ -146,8 +146,11 @@ def run_trials(
     """
     recorders = [_TrialRecorder(spec) for spec in specs]
     targets = [r.targets for r in recorders]
-    on_device = device.type != "cpu" if spectra_on_device is None else spectra_on_device
-    outcomes = train(specs, targets, device, lambda i, *args: recorders[i].record(*args), on_device)
+    if spectra_on_device is None:
+        spectra_on_device = device_takes_spectra(specs[0]["dim"], device.type)
+    outcomes = train(
+        specs, targets, device, lambda i, *args: recorders[i].record(*args), spectra_on_device
+    )
     results = [r.result(o) for r, o in zip(recorders, outcomes, strict=True)]
     columns = {k: [v for trial, _ in results for v in trial[k]] for k in results[0][0]}
     columns["diverged_epoch"] = pd.array(columns["diverged_epoch"], dtype="Int64")
