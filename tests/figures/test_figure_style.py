@@ -2,7 +2,6 @@
 with intervals instead of bars, seeds' values where an interval would mean little, and the
 papers' values marked where a figure draws the point they are about."""
 
-import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -285,10 +284,11 @@ def test_the_readings_figure_has_a_colour_for_every_verdict():
     assert set(VERDICT_COLORS) == set(VERDICTS)
 
 
-def test_the_readings_figure_greys_a_reading_that_does_not_read_a_claim(monkeypatch):
+def test_the_readings_figure_hatches_a_reading_that_does_not_read_a_claim(monkeypatch):
     """Readings of different experiments have different arms (exp7 reads its row scale only):
-    a claim's cell under another experiment's arm is grey, "not read", not a verdict and not
-    the white of "not comparable" (the figure once stopped the plot job there)."""
+    a claim's cell under another experiment's arm is hatched, "not read", not a verdict's
+    solid colour and not the plain white of "not comparable" (the figure once stopped the
+    plot job there)."""
     from matcond.figures import controls
 
     drawn = {}
@@ -304,6 +304,14 @@ def test_the_readings_figure_greys_a_reading_that_does_not_read_a_claim(monkeypa
     assert np.ma.is_masked(image[0, 2]) or np.isnan(image[0, 2])
     assert np.ma.is_masked(image[1, 0]) or np.isnan(image[1, 0])
     legend = [t.get_text() for t in drawn["fig"].axes[0].get_legend().get_texts()]
-    assert legend[-1] == "not read"  # grey, told apart from a white "not comparable"
-    assert mcolors.to_hex(drawn["fig"].axes[0].images[0].cmap.get_bad()) == controls.NOT_READ
+    assert legend[-1] == "not read"  # hatched, told apart from a white "not comparable"
+    assert (
+        drawn["fig"].axes[0].get_legend().get_patches()[-1].get_hatch() == controls.NOT_READ_HATCH
+    )
+    hatched = {
+        (round(r.get_x() + 0.5), round(r.get_y() + 0.5))  # (column, row) of each hatched cell
+        for r in drawn["fig"].axes[0].patches
+        if r.get_hatch() == controls.NOT_READ_HATCH
+    }
+    assert hatched == {(2, 0), (0, 1), (1, 1)}  # exactly the cells no reading reads
     plt.close(drawn["fig"])

@@ -44,7 +44,11 @@ VERDICT_COLORS = {
     "not comparable": "#ffffff",
     "not configured": "#ffffff",
 }
-NOT_READ = "#969696"  # the readings figure's cell of a claim its column's reading does not read
+# The readings figure's cell of a claim its column's reading does not read (another
+# experiment's arm): white, hatched in this grey, apart from every verdict's solid colour
+# (a solid grey there made the figure mostly grey, half its cells being such)
+NOT_READ = "#b0b0b0"
+NOT_READ_HATCH = "////"
 
 
 def _theory_panel(ax, rows: pd.DataFrame, x: str, by: str | None = None) -> None:
@@ -168,13 +172,19 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
     measured = table.pivot(index="claim_id", columns="column", values="measured")
     verdicts, measured = verdicts.reindex(claims)[columns], measured.reindex(claims)[columns]
     names = list(VERDICT_COLORS)
-    # a reading that does not read a claim (another experiment's arm) leaves its cell grey,
-    # apart from the white of a reading that reads it and cannot compare
+    # a reading that does not read a claim (another experiment's arm) leaves its cell hatched
+    # (NOT_READ), apart from the plain white of a reading that reads it and cannot compare
     codes = verdicts.apply(lambda col: col.map({v: i for i, v in enumerate(names)})).to_numpy(float)
-    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values())).with_extremes(bad=NOT_READ)
+    cmap = mcolors.ListedColormap(list(VERDICT_COLORS.values())).with_extremes(bad="white")
     row = 0.32 if len(claims) <= 60 else 0.22
     fig, ((ax,),) = figure(width=1.0 * len(columns) + 4, height=row * len(claims) + 2.5)
     ax.imshow(codes, cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5, aspect="auto")
+    for i, j in zip(*np.nonzero(np.isnan(codes)), strict=True):
+        ax.add_patch(
+            Rectangle(
+                (j - 0.5, i - 0.5), 1, 1, fill=False, hatch=NOT_READ_HATCH, edgecolor=NOT_READ, lw=0
+            )
+        )
     for i in range(len(claims)):
         for j in range(len(columns)):
             value = measured.iat[i, j]
@@ -192,7 +202,7 @@ def readings(tables: Tables, png: str, pdf: str) -> None:
     ]
     if np.isnan(codes).any():
         handles.append(
-            Patch(facecolor=NOT_READ, edgecolor="black", linewidth=0.5, label="not read")
+            Patch(facecolor="white", hatch=NOT_READ_HATCH, edgecolor=NOT_READ, label="not read")
         )
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title("Verdict of each claim under each reading (cell: the measured value)")
