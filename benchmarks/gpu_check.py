@@ -56,7 +56,7 @@ from matcond.condition_number.run import run_trials, trial_spec
 from matcond.execution.forked import fork_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from batch_bench import paper_defaults  # noqa: E402
+from batch_bench import paper_defaults, seconds_per_trial  # noqa: E402
 from train_floor import gemm_rate  # noqa: E402
 from workflow_bench import REPO, job_intervals, rule_seconds  # noqa: E402
 
@@ -97,18 +97,6 @@ def pick_min_dim(probe: dict[int, tuple[float, float]], gain: float = GPU_GAIN) 
     return picked
 
 
-def per_trial(specs: list[dict], device: torch.device, spectra_on_device: bool) -> tuple:
-    """Wall and process CPU seconds per trial to train ``specs`` on ``device`` in the batches
-    a training job uses (:func:`seeds_side_by_side`)."""
-    size = seeds_side_by_side(specs[0]["dim"], device.type)
-    wall, cpu = time.perf_counter(), time.process_time()
-    for first in range(0, len(specs), size):
-        run_trials(specs[first : first + size], device, spectra_on_device)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return (time.perf_counter() - wall) / len(specs), (time.process_time() - cpu) / len(specs)
-
-
 def block_probe(gpu: bool) -> dict[int, tuple[float, float]]:
     """Part 2: per d of :data:`PROBE_SEEDS`, a paper-default block's seconds per trial on one
     CPU thread and on the GPU (module docstring); d -> (CPU seconds per trial, the GPU
@@ -119,11 +107,12 @@ def block_probe(gpu: bool) -> dict[int, tuple[float, float]]:
         run_trials([trial_spec({**cell, "dim": 64}, 0)], cuda)  # CUDA's start-up, not timed
     print("block probe, s/trial:  d  seeds  CPU  | GPU wall, host CPU | spectra on host: same")
     for dim, seeds in PROBE_SEEDS.items():
-        specs = [trial_spec({**cell, "dim": dim}, seed) for seed in range(seeds)]
-        on_cpu = per_trial(specs[:CPU_PROBE_SEEDS], cpu, False)[0]
+        at = {**cell, "dim": dim}  # each device in the batches a training job uses
+        side = {d.type: seeds_side_by_side(dim, d.type) for d in (cpu, cuda)}
+        on_cpu = seconds_per_trial(at, CPU_PROBE_SEEDS, side["cpu"], cpu, False)[0]
         row = f"{dim:>27} {seeds:>6} {on_cpu:>6.3f}"
         if gpu:
-            on, off = (per_trial(specs, cuda, spectra) for spectra in (True, False))
+            on, off = (seconds_per_trial(at, seeds, side["cuda"], cuda, s) for s in (True, False))
             row += f" | {on[0]:>8.3f} {on[1]:>8.3f} | {off[0]:>8.3f} {off[1]:>8.3f}"
             probe[dim] = on_cpu, on[1]
         print(row, flush=True)
