@@ -16,7 +16,8 @@ machine lacks). It prints, in order:
    With ``--gpu-min-dim auto`` the run below takes the probe's pick (:func:`pick_min_dim`).
    And the float64 singular values alone, per matrix: 64 matrices of side d at once on the
    GPU (as a GPU block takes them) against numpy one at a time on the host, from d = 32 up
-   (where the GPU's batched SVD stops paying, for a GPU block of small d);
+   (where the GPU's batched SVD stops paying, for a GPU block of small d); and whether a
+   trial on the GPU is the same bytes alone and in a block (:func:`block_independence`);
 3. the README's command (``snakemake --cores all --resources gpu=1``, the paper config
    unless other arguments are given) in a directory of its own for ``--seconds`` at most,
    sampling the GPU's utilisation every second (nvidia-smi);
@@ -117,6 +118,20 @@ def block_probe(gpu: bool) -> dict[int, tuple[float, float]]:
             probe[dim] = on_cpu, on[1]
         print(row, flush=True)
     return probe
+
+
+def block_independence(device: torch.device, dim: int = 128, seed: int = 2) -> bool:
+    """Part 2: whether a trial's numbers on ``device`` are the same bytes trained alone and
+    in a block of four (each trial draws from its own generators there: on a GPU, CUDA's)."""
+    spec = {**paper_defaults(), "dim": dim, "epochs": 50}
+    block_table, block_weights = run_trials([trial_spec(spec, s) for s in range(4)], device)
+    alone_table, (alone_weights,) = run_trials([trial_spec(spec, seed)], device)
+    in_block = block_table[block_table["seed"] == seed].reset_index(drop=True)
+    same = in_block.equals(alone_table.reset_index(drop=True)) and all(
+        np.array_equal(block_weights[seed][k], v) for k, v in alone_weights.items()
+    )
+    print(f"a trial on {device} alone and in a block of 4:", "same bytes" if same else "DIFFER")
+    return same
 
 
 def svd_probe(gpu: bool, seeds: int = 64) -> None:
@@ -261,6 +276,7 @@ def main() -> None:
         {k: round(v / 1e9) for k, v in rates.items()},
     )
     with threadpool_limits(1):  # numpy's BLAS on one thread too, as in a training job
+        block_independence(torch.device("cuda" if gpu else "cpu"))
         probe = block_probe(gpu)
         svd_probe(gpu)
     if args.gpu_min_dim == "auto":

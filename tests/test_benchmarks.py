@@ -2,6 +2,7 @@
 workflow_bench.py prints, the rounds' summary of train_floor.py, the kernels' share of
 job_kernels.py, the GPU threshold gpu_check.py picks."""
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -157,3 +158,24 @@ def test_gpu_check_picks_the_smallest_d_from_which_on_the_gpu_halves_the_host_cp
     assert gpu_check.pick_min_dim({**probe, 512: (0.44, 0.3)}) == 1024
     assert gpu_check.pick_min_dim({**probe, 1024: (2.0, 1.5)}) is None
     assert gpu_check.pick_min_dim({}) is None
+
+
+def test_gpu_check_tells_a_trial_that_depends_on_its_block(monkeypatch, capsys):
+    """On the CPU (the GPU's code path, each trial from its own generators) seed 2 is the same
+    bytes alone and in a block of four; where a block's trials shared one generator (the
+    error the check is for) they differ and the check says so."""
+    import torch
+
+    cpu = torch.device("cpu")
+    assert gpu_check.block_independence(cpu, dim=8)
+    assert "same bytes" in capsys.readouterr().out
+    training = importlib.import_module("matcond.condition_number.training")
+    own = training._generators
+
+    def shared(specs, stream, device="cpu"):
+        gen = own(specs[:1], stream, device)[0]
+        return [gen] * len(specs)
+
+    monkeypatch.setattr(training, "_generators", shared)
+    assert not gpu_check.block_independence(cpu, dim=8)
+    assert "DIFFER" in capsys.readouterr().out
