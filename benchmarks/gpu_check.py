@@ -27,8 +27,10 @@ machine lacks). It prints, in order:
    device's rate above); the job-seconds per rule and the training's span (the first
    training job's start to the last one's end: issue 58's target, 5 min); the share of
    samples in which the GPU was busy and its mean utilisation;
-5. where the run got as far as its claims table, how many verdicts differ from the 2-core
-   CPU snapshot's (``docs/paper-run/claims.csv``; meant for the paper config).
+5. where the run got as far as its claims table, which verdicts differ from the 2-core CPU
+   snapshot's (``docs/paper-run/claims.csv``; meant for the paper config), by source, with
+   their values and p in both (benchmarks/reseeded.py: how many move on the CPU when every
+   trial is drawn anew, as a GPU trial is).
 
 On a machine without a GPU (to test this script) the GPU parts say so and the rest runs:
     python benchmarks/gpu_check.py --seconds 200 --configfile config/test/config.yaml
@@ -58,6 +60,7 @@ from matcond.execution.forked import fork_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from batch_bench import paper_defaults, seconds_per_trial  # noqa: E402
+from reseeded import compare  # noqa: E402
 from train_floor import gemm_rate  # noqa: E402
 from workflow_bench import REPO, job_intervals, rule_seconds  # noqa: E402
 
@@ -237,17 +240,9 @@ def verdicts_against_snapshot(directory: Path) -> None:
     if not table.exists():
         print("no claims table: the run did not get that far")
         return
-    ours = pd.read_csv(table).set_index("claim_id")
-    snapshot = pd.read_csv(REPO / "docs" / "paper-run" / "claims.csv").set_index("claim_id")
-    shared = ours.index.intersection(snapshot.index)
-    columns = ["verdict", "law_verdict", "reading_robust"]
-    a, b = ours.loc[shared, columns].fillna(""), snapshot.loc[shared, columns].fillna("")
-    moved = shared[(a != b).any(axis=1)]
-    print(
-        f"claims: {len(ours)} here, {len(snapshot)} in docs/paper-run, {len(shared)} shared; "
-        f"{len(moved)} differ in verdict, law verdict or reading robustness"
-        + (f": {', '.join(moved)}" if len(moved) else "")
-    )
+    ours = pd.read_csv(table)
+    print("against docs/paper-run/claims.csv:")
+    print(compare(pd.read_csv(REPO / "docs" / "paper-run" / "claims.csv"), ours))
     print("devices:", ours["device"].fillna("none").value_counts().to_dict())
 
 

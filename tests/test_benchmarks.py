@@ -1,6 +1,7 @@
 """What benchmarks/ scripts compute from their timings, on hand-made ones: the run's shape that
 workflow_bench.py prints, the rounds' summary of train_floor.py, the kernels' share of
-job_kernels.py, the GPU threshold gpu_check.py picks."""
+job_kernels.py, the GPU threshold gpu_check.py picks, the reseeded config and moved verdicts
+of reseeded.py."""
 
 import importlib
 import importlib.util
@@ -24,6 +25,7 @@ workflow_bench = _module("workflow_bench")
 train_floor = _module("train_floor")
 job_kernels = _module("job_kernels")
 gpu_check = _module("gpu_check")
+reseeded = _module("reseeded")
 
 
 def test_the_shape_of_a_run_with_a_serial_tail():
@@ -179,3 +181,65 @@ def test_gpu_check_tells_a_trial_that_depends_on_its_block(monkeypatch, capsys):
     monkeypatch.setattr(training, "_generators", shared)
     assert not gpu_check.block_independence(cpu, dim=8)
     assert "DIFFER" in capsys.readouterr().out
+
+
+def test_reseeded_moves_every_experiments_seeds_and_the_overlaps_bound_only():
+    """A count and a list of seeds move by the offset, as does the depth formula's overlap
+    bound (its default 40, or a value given; null stays null); nothing else changes."""
+    config = {
+        "defaults": {"dim": 8},
+        "experiments": {"a": {"seeds": 3}, "b": {"seeds": [1000, 1002], "description": "x"}},
+        "gauss_newton": {"sweeps": {"fig13_pruning_vit": {"seeds": 5}}},
+    }
+    moved = reseeded.reseeded(config, 10_000)
+    assert moved["experiments"] == {
+        "a": {"seeds": [10_000, 10_001, 10_002]},
+        "b": {"seeds": [11_000, 11_002], "description": "x"},
+    }
+    assert moved["depth_theory"] == {"overlap_seeds": 10_040}
+    assert {k: v for k, v in moved.items() if k not in ("experiments", "depth_theory")} == {
+        "defaults": {"dim": 8},
+        "gauss_newton": {"sweeps": {"fig13_pruning_vit": {"seeds": 5}}},
+    }
+    assert config["experiments"]["a"] == {"seeds": 3}  # the input is left as it was
+    given = reseeded.reseeded({**config, "depth_theory": {"overlap_seeds": 5}}, 7)
+    assert given["depth_theory"] == {"overlap_seeds": 12}
+    unset = reseeded.reseeded({**config, "depth_theory": {"overlap_seeds": None}}, 7)
+    assert unset["depth_theory"] == {"overlap_seeds": None}
+
+
+def test_reseeded_compare_names_the_claims_whose_verdict_law_or_robustness_moved():
+    """Of four shared claims one changes its verdict, one its law verdict, one stays (empty
+    cells on both sides equal), one differs only in its measured value; a fifth is in one
+    table only: two moved, each under its source with both sides' values."""
+    nan = float("nan")
+
+    def table(rows):
+        columns = ["claim_id", "source", "verdict", "law_verdict", "reading_robust"]
+        frame = pd.DataFrame(rows, columns=[*columns, "measured"])
+        return frame.assign(p_value=0.5, law=nan)
+
+    first = table(
+        [
+            ["c1", "paper", "consistent", nan, "yes", 1.0],
+            ["c2", "paper", "reproduced", "holds", nan, 2.0],
+            ["c3", "review", "inconclusive", nan, nan, 3.0],
+            ["c4", "own", "reproduced", nan, nan, 4.0],
+            ["c5", "own", "reproduced", nan, nan, 5.0],
+        ]
+    )
+    second = table(
+        [
+            ["c1", "paper", "not reproduced", nan, "yes", 1.5],
+            ["c2", "paper", "reproduced", "does not hold", nan, 2.0],
+            ["c3", "review", "inconclusive", nan, nan, 3.0],
+            ["c4", "own", "reproduced", nan, nan, 4.4],
+        ]
+    )
+    assert list(reseeded.moved_claims(first, second)) == ["c1", "c2"]
+    text = reseeded.compare(first, second)
+    assert text.splitlines()[0] == "5 and 4 claims, 4 in both, 2 moved"
+    assert "paper: 2 of 2" in text
+    assert "c1: verdict consistent -> not reproduced (measured 1 -> 1.5" in text
+    assert "c2: law_verdict holds -> does not hold" in text
+    assert "c3" not in text and "c4" not in text
