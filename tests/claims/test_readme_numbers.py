@@ -150,3 +150,41 @@ def test_the_default_reading_is_the_calibrations_pick():
     defaults = load_yaml(REPO / "config" / "config.yaml")["defaults"]
     keys = ("init", "init_scale", "row_log_std")
     assert arm == ", ".join(f"{k}={format_value(defaults[k])}" for k in keys)
+
+
+def test_the_other_draws_moves_are_those_the_results_page_states():
+    """docs/results.md, "On another draw of every trial": how many verdicts moved between the
+    snapshot and the same config on other seeds (docs/paper-run/claims-other-seeds.csv,
+    benchmarks/reseeded.py), how many claims changed only their reading robustness, how many
+    inconclusive claims were decided, consistent ones became inconclusive and reproduced ones
+    consistent, that none moved between a decided verdict and not reproduced, and the two
+    statistics it quotes: all read off the two tables."""
+    page = " ".join(PAGES["docs/results.md"].split())
+    ours = CLAIMS.set_index("claim_id")
+    other = read_snapshot("claims-other-seeds.csv").set_index("claim_id").loc[ours.index]
+    before, after = ours["verdict"], other["verdict"]
+    verdict = before != after
+    robustness = [table["reading_robust"].fillna("").astype(str) for table in (ours, other)]
+    robust = robustness[0] != robustness[1]
+    assert f"moved **{verdict.sum()} of the {len(ours)} verdicts**" in page
+    assert f"{(robust & ~verdict).sum()} more claims changed only their reading robustness" in page
+    moves = (before + " -> " + after)[verdict].value_counts()
+    decided = moves[[m for m in moves.index if m.startswith("inconclusive")]].sum()
+    assert f"{decided} inconclusive claims were decided there" in page
+    assert f"{moves.get('consistent -> inconclusive', 0)} consistent claims became" in page
+    assert f"{moves.get('reproduced -> consistent', 0)} reproduced claim consistent" in page
+    positive = {"reproduced", "consistent", "direction only"}
+    assert not any(
+        {b, a} & positive and {b, a} & {"not reproduced"}
+        for b, a in zip(before[verdict], after[verdict], strict=True)
+    )
+    assert (
+        decided
+        + moves.get("consistent -> inconclusive", 0)
+        + moves.get("reproduced -> consistent", 0)
+        == verdict.sum()
+    )
+    adam, theory = other.loc["exp2_adam_worse_everywhere"], other.loc["theory_check_kappa_d512"]
+    assert f"{adam['law']:.3g}, interval {adam['law_ci_low']:.3g}-{adam['law_ci_high']:.3g}" in page
+    quoted = f"{theory['measured']:.3g}, interval {theory['ci_low']:.3g}-{theory['ci_high']:.3g}"
+    assert f"not reproduced: {quoted}" in page
