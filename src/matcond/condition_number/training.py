@@ -18,7 +18,7 @@ Models and their teachers come from the registry of matcond.condition_number.mod
 strategies (what they add to the model, the loss, the gradient and after each epoch) from that of
 matcond.condition_number.strategies: this module knows no model or strategy by name.
 
-Every random draw comes from the trial's own generators, so a trial's numbers do not depend on
+Every random draw comes from the trial's own generators, so a trial's draws do not depend on
 its block, its batch or its neighbours. Its initial weights are drawn on the CPU; its data
 (each step's inputs and noise) on the device it trains on, so that a GPU block does not wait on
 its host core to draw them: a GPU trial's data come from CUDA's Philox generator seeded as the
