@@ -225,7 +225,9 @@ def run_block_job(
     benchmark (:func:`write_benchmark`). Each trial runs with ``threads`` torch threads on
     ``device``, the block's (``cpu`` or ``cuda``: one of ``gpu_jobs`` slots of a GPU is claimed
     for the job's lifetime, :mod:`matcond.execution.devices`), from its own generators, so its
-    files are the same bytes in any block, bundle and batch on one device. A bundle's blocks
+    files are the same bytes in any block, bundle and batch on the CPU (tested); on a GPU its
+    draws are too, and whether its numbers are is what ``benchmarks/gpu_check.py`` checks
+    (cuBLAS may pick other kernels for other batch sizes). A bundle's blocks
     write their manifests where their own jobs would (results/trials/{block}.json), then the
     bundle's ``manifest`` (:func:`matcond.core.files.write_bundle_manifest`).
     """
